@@ -1,0 +1,40 @@
+"""The notebook contract that can be checked statically (DESIGN.md section 4)."""
+
+from __future__ import annotations
+
+import re
+
+import nbformat
+import pytest
+
+from dpsco_lib.cli import toc_notebooks
+
+from .conftest import ROOT
+
+ALL = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", ALL, ids=[p.stem for p in ALL])
+def test_notebook_contract(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    stored = [i for i, c in enumerate(code) if c.outputs or c.execution_count is not None]
+    assert not stored, f"{path.name}: code cells {stored} have stored outputs (commit notebooks without outputs)"
+    params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1, f"{path.name}: needs exactly one cell tagged 'parameters', found {len(params)}"
+    for name in ("profile", "seed", "n_jobs"):
+        assert re.search(rf"^{name}\s*=", params[0].source, re.M), f"{path.name}: parameters cell lacks {name}"
+    assert re.search(r'^profile\s*=\s*"paper"', params[0].source, re.M), "default profile must be 'paper'"
+    first = nb.cells[0]
+    assert first.cell_type == "markdown" and first.source.lstrip().startswith("# "), "first cell: markdown title"
+    assert "{prf:theorem}" in first.source or "{prf:" in first.source, f"{path.name}: no theorem statement"
+    assert "{cite" in first.source, f"{path.name}: the opening cell cites no source"
+    assert "Verdict(" in code[-1].source and ".finish()" in code[-1].source, f"{path.name}: last cell is no verdict"
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
+
+
+def test_every_notebook_is_in_the_book():
+    listed = {p.resolve() for p in toc_notebooks(ROOT)}
+    orphans = [p.name for p in ALL if p.resolve() not in listed]
+    assert not orphans, f"notebooks missing from _toc.yml: {orphans}"

@@ -1,0 +1,35 @@
+"""Every notebook of the book, executed at the smoke profile; a failed verdict fails the test."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dpsco_lib.cli import toc_notebooks
+
+from ._nbtools import execute_smoke
+from .conftest import ROOT
+
+NOTEBOOKS = toc_notebooks(ROOT)
+
+
+def test_book_lists_notebooks():
+    assert NOTEBOOKS, "_toc.yml lists no notebooks"
+    missing = [str(nb) for nb in NOTEBOOKS if not nb.is_file()]
+    assert not missing, f"_toc.yml lists notebooks that do not exist: {missing}"
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[nb.stem for nb in NOTEBOOKS])
+def test_notebook_smoke(notebook):
+    run = execute_smoke(ROOT, notebook)
+    assert run.error is None, f"{notebook.name} failed at {run.error} (executed copy: {run.output})"
+    nb = json.loads(run.output.read_text())
+    text = "".join(
+        out.get("text", "") if isinstance(out.get("text", ""), str) else "".join(out["text"])
+        for cell in nb["cells"]
+        if cell["cell_type"] == "code"
+        for out in cell.get("outputs", [])
+    )
+    assert "VERDICT" in text and ": PASS (" in text, f"{notebook.name} printed no passing verdict line"
