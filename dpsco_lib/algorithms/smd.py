@@ -1,0 +1,289 @@
+"""Non-private single-pass stochastic mirror descent in the l_p setups (Spec S1, [NY83]).
+
+Setup (spec/frank-wolfe.md): min_{x in X} F(x) = E_z f(x, z), f(., z) convex and L0-Lipschitz,
+||grad f||_q <= L0 with q the dual exponent of the setup norm p.  One sample per step,
+T = n steps (single pass), iterates
+
+    x_{t+1} = argmin_{u in X} eta <g_t, u> + D_psi(u, x_t),     g_t = grad f(x_t, z_t),
+
+output the uniform average x_bar = (1/T) sum_{t<=T} x_t.  For psi 1-strongly convex w.r.t. a norm
+||.|| with dual ||.||_*, B = max_{x in X} D_psi(x, x_1) and G >= ||g_t||_* the standard analysis gives
+
+    E F(x_bar) - min F <= B/(eta T) + eta G^2/2,   minimized by eta = sqrt(2B/T)/G to  G sqrt(2B/T).
+
+The geometries (``method``) and their constants, with ``p`` the mirror exponent (default: the setup's):
+
+=================  ==========================  =====================  ============================
+method             set                         B                      G (gradient bound)
+=================  ==========================  =====================  ============================
+``entropic``       Simplex, p = 1              ln d                   L0  (||g||_inf <= ||g||_q)
+``entropic_lift``  L1Ball(R) / Polytope(V),    ln |V| (= ln 2d)        L0 max_v ||v - c||_{p_setup}
+                   p = 1, x = V^T w, w in
+                   Delta_|V|
+``pnorm``          LpBall(R, p), 1 < p < 2,    R^2/(2(p - 1))         L0 d^max(0, 1/q - 1/q_setup)
+                   psi = ||.||_p^2/(2(p-1))
+``euclidean``      any set, p >= 2 (incl.      max_x ||x - c||_2^2/2   L0 d^max(0, 1/2 - 1/q_setup)
+                   inf: box, d-dependent)
+=================  ==========================  =====================  ============================
+
+(c = center() of the set, the starting point; for the lift, the entropic step is invariant to
+adding a constant to the lifted gradient V g, so G may use the centred vertices.)  This gives the
+rate table of Spec S1: L0 sqrt(2 ln d/T) on the simplex, L0 R sqrt(2 ln(2d)/T) on the l1 ball,
+L0 R/sqrt((p - 1) T) for 1 < p < 2 (dimension-free), L0 R sqrt(d/T) on the cube (p = inf).
+
+The algorithm is deterministic given the data (``rng`` is accepted for API uniformity and is not
+consumed).  The library works in the idealized real-arithmetic model (float64).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from dpsco_lib._validation import check_int, check_positive, check_rng
+from dpsco_lib.algorithms._result import Result
+from dpsco_lib.geometry.mirror import _entropic_step_with_weights, _pnorm_step_unchecked
+from dpsco_lib.geometry.norms import check_exponent, dual_exponent
+from dpsco_lib.geometry.sets import FeasibleSet, LpBall, Polytope, Simplex
+
+__all__ = ["SMDParams", "run_smd", "smd_theory_params"]
+
+_AVERAGING = ("uniform", "last", "suffix")
+
+
+@dataclass(frozen=True)
+class SMDParams:
+    """Hyperparameters of single-pass SMD and the constants of its guarantee (Spec S1).
+
+    Attributes
+    ----------
+    method : {"entropic", "entropic_lift", "pnorm", "euclidean"}
+    mirror_p : float
+        Exponent of the norm in which psi is 1-strongly convex.
+    T : int
+        Number of steps (= n, one sample per step).
+    step_size : float
+        eta.
+    bregman_radius : float
+        B = max_{x in X} D_psi(x, x_1).
+    grad_bound : float
+        G, bound on the dual norm of the (lifted) stochastic gradient.
+    rate_bound : float
+        B/(eta T) + eta G^2/2, the bound on E F(x_bar) - min F for uniform averaging
+        (= G sqrt(2B/T) at the theory step size).
+    """
+
+    method: str
+    mirror_p: float
+    T: int
+    step_size: float
+    bregman_radius: float
+    grad_bound: float
+    rate_bound: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _inv(q: float) -> float:
+    return 0.0 if math.isinf(q) else 1.0 / q
+
+
+def smd_theory_params(
+    feasible_set: FeasibleSet,
+    *,
+    n: int,
+    L0: float,
+    setup_p: float,
+    p: float | None = None,
+    step_size: float | None = None,
+) -> SMDParams:
+    """Method, Bregman radius, gradient bound, step size and rate bound of single-pass SMD (Spec S1).
+
+    Parameters
+    ----------
+    feasible_set : FeasibleSet
+        X (Simplex, L1Ball, LpBall or Polytope).
+    n : int
+        Number of samples; T = n steps.
+    L0 : float
+        Lipschitz constant: ||grad f||_q <= L0 with q the dual exponent of ``setup_p``.
+    setup_p : float
+        Norm exponent of the problem's setup.
+    p : float, optional
+        Mirror geometry (default ``setup_p``): 1 -> entropic (simplex) or entropic lift (l1 ball,
+        polytope); 1 < p < 2 -> p-norm map (LpBall with the same p); p >= 2 -> Euclidean projection.
+    step_size : float, optional
+        Override eta (the rate bound is then B/(eta T) + eta G^2/2 at this eta).
+
+    See the module docstring for the table of constants.
+    """
+    if not isinstance(feasible_set, FeasibleSet):
+        raise ValueError(f"feasible_set must be a FeasibleSet, got {type(feasible_set).__name__}")
+    n = check_int(n, "n", lo=1)
+    L0 = check_positive(L0, "L0")
+    setup_p = check_exponent(setup_p, "setup_p")
+    mp = setup_p if p is None else check_exponent(p, "p")
+    d = feasible_set.d
+    inv_qs = _inv(dual_exponent(setup_p))
+    if mp == 1.0:
+        if isinstance(feasible_set, Simplex):
+            method, B, G = "entropic", math.log(d), L0
+        elif (isinstance(feasible_set, LpBall) and feasible_set.p == 1.0) or isinstance(feasible_set, Polytope):
+            method = "entropic_lift"
+            B = math.log(feasible_set.n_vertices)
+            G = L0 * feasible_set.center_radius(setup_p)
+        else:
+            raise ValueError(
+                f"p = 1 (entropic mirror map) needs a Simplex, an L1Ball or a Polytope, got {feasible_set!r}"
+            )
+    elif mp < 2.0:
+        if not (isinstance(feasible_set, LpBall) and feasible_set.p == mp):
+            raise ValueError(
+                f"p = {mp} (p-norm mirror map) needs an LpBall with the same p (exact Bregman projection), "
+                f"got {feasible_set!r}; use p = 1 or p = 2 for other sets"
+            )
+        method = "pnorm"
+        B = feasible_set.radius**2 / (2.0 * (mp - 1.0))
+        G = L0 * float(d) ** max(0.0, _inv(dual_exponent(mp)) - inv_qs)
+    else:
+        method = "euclidean"
+        B = feasible_set.center_radius(2.0) ** 2 / 2.0
+        G = L0 * float(d) ** max(0.0, 0.5 - inv_qs)
+    if step_size is None:
+        eta = math.sqrt(2.0 * B / n) / G if B > 0 else 1.0
+    else:
+        eta = check_positive(step_size, "step_size")
+    rate = B / (eta * n) + eta * G**2 / 2.0 if B > 0 else 0.0
+    return SMDParams(method=method, mirror_p=mp, T=n, step_size=eta, bregman_radius=B, grad_bound=G, rate_bound=rate)
+
+
+def run_smd(
+    problem: Any,
+    data: Any,
+    *,
+    rng: np.random.Generator,
+    p: float | None = None,
+    step_size: float | None = None,
+    averaging: str = "uniform",
+    trace_every: int | None = None,
+) -> Result:
+    """Single-pass stochastic mirror descent (non-private), Spec S1.
+
+    Parameters
+    ----------
+    problem
+        Exposes ``feasible_set``, ``d``, ``p`` (setup norm), ``L0`` and ``grad(x, batch) -> (m, d)``.
+    data
+        A dataset with ``len(data)`` and slicing ``data[i:j]``; record t is used at step t only.
+    rng : numpy.random.Generator
+        Accepted for API uniformity; SMD is deterministic given the data.
+    p : float, optional
+        Mirror geometry (default ``problem.p``), see ``smd_theory_params``.
+    step_size : float, optional
+        Override the theory step size sqrt(2B/T)/G.
+    averaging : {"uniform", "last", "suffix"}
+        Output the average of x_1..x_T (the analysed output), the last iterate x_{T+1}, or the average
+        of the last half x_{ceil(T/2)}..x_T.
+    trace_every : int, optional
+        If given, ``result.trace`` holds ``t`` and ``x_avg`` (running uniform average after t steps)
+        every ``trace_every`` steps and at T.
+
+    Returns
+    -------
+    Result
+        ``x`` the output point, ``params`` the SMDParams fields + ``averaging``, ``info`` the rate
+        bound and method, ``ledger`` None.
+    """
+    check_rng(rng)
+    if averaging not in _AVERAGING:
+        raise ValueError(f"averaging must be one of {_AVERAGING}, got {averaging!r}")
+    X = problem.feasible_set
+    n = len(data)
+    if n < 1:
+        raise ValueError("data must contain at least one record")
+    if trace_every is not None:
+        trace_every = check_int(trace_every, "trace_every", lo=1)
+    prm = smd_theory_params(X, n=n, L0=problem.L0, setup_p=problem.p, p=p, step_size=step_size)
+    d, T, eta = X.d, prm.T, prm.step_size
+
+    # state: the mirror variable (log-weights for the entropic methods, the point otherwise); x = current point
+    weights: np.ndarray | None = None
+    if prm.method == "entropic":
+        state = np.full(d, -math.log(d))  # log w, w = uniform
+        weights = np.full(d, 1.0 / d)
+
+        def primal(w: np.ndarray) -> np.ndarray:
+            return w
+
+        def lift_grad(g: np.ndarray) -> np.ndarray:
+            return g
+
+    elif prm.method == "entropic_lift" and isinstance(X, LpBall):
+        # l1 ball: x = R (w[:d] - w[d:]), w in Delta_{2d}; never materialize the (2d, d) vertex matrix
+        R = X.radius
+        state = np.full(2 * d, -math.log(2 * d))
+        weights = np.full(2 * d, 1.0 / (2 * d))
+
+        def primal(w: np.ndarray) -> np.ndarray:
+            return R * (w[:d] - w[d:])
+
+        def lift_grad(g: np.ndarray) -> np.ndarray:
+            return np.concatenate([R * g, -R * g])
+
+    elif prm.method == "entropic_lift":
+        V = X.vertices()
+        state = np.full(V.shape[0], -math.log(V.shape[0]))
+        weights = np.full(V.shape[0], 1.0 / V.shape[0])
+
+        def primal(w: np.ndarray) -> np.ndarray:
+            return w @ V
+
+        def lift_grad(g: np.ndarray) -> np.ndarray:
+            return V @ g
+
+    else:
+        state = X.center().astype(np.float64)
+
+    radius = getattr(X, "radius", None)
+    total = np.zeros(d)
+    suffix_total = np.zeros(d)
+    t_suffix = (T + 1) // 2  # 1-based index where the suffix average starts: x_{ceil(T/2)}
+    trace_t: list[int] = []
+    trace_x: list[np.ndarray] = []
+    x = primal(weights) if weights is not None else state
+    for t in range(T):
+        total += x
+        if t + 1 >= t_suffix:
+            suffix_total += x
+        g = problem.grad(x, data[t : t + 1])
+        g = np.asarray(g, dtype=np.float64)
+        if t == 0 and (g.shape != (1, d) or not np.all(np.isfinite(g))):
+            raise ValueError(f"problem.grad must return a finite (1, {d}) array for one record, got shape {g.shape}")
+        g = g[0]
+        if weights is not None:
+            state, weights = _entropic_step_with_weights(state, lift_grad(g), eta)
+            x = primal(weights)
+        elif prm.method == "pnorm":
+            x = _pnorm_step_unchecked(x, g, eta, prm.mirror_p, radius)
+        else:
+            x = X.project(x - eta * g)
+        if trace_every is not None and ((t + 1) % trace_every == 0 or t + 1 == T):
+            trace_t.append(t + 1)
+            trace_x.append(total / (t + 1))
+
+    if averaging == "uniform":
+        out = total / T
+    elif averaging == "last":
+        out = x
+    else:
+        out = suffix_total / (T - t_suffix + 1)
+    if not np.all(np.isfinite(out)):  # pragma: no cover - would be a library bug
+        raise RuntimeError("SMD produced a non-finite point")
+    trace = None if trace_every is None else {"t": np.asarray(trace_t), "x_avg": np.asarray(trace_x)}
+    params = prm.as_dict() | {"averaging": averaging}
+    info = {"method": prm.method, "rate_bound": prm.rate_bound, "n_grad_evals": T}
+    return Result(x=out, trace=trace, params=params, ledger=None, info=info)
