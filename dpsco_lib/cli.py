@@ -31,6 +31,9 @@ from dpsco_lib.experiments.cache import project_root
 from dpsco_lib.experiments.profiles import PROFILES
 
 EXECUTED = Path("_build") / "executed"
+MATHJAX_VERSION = "3.2.2"
+# The parts of MathJax's es5 build the book uses (tex input, CommonHTML output, menu, a11y), no speech.
+MATHJAX_PARTS = ("tex-chtml.js", "tex-mml-chtml.js", "input", "output", "ui", "a11y", "adaptors")
 
 
 class UsageError(Exception):
@@ -180,6 +183,58 @@ def reproduce(
     return runs
 
 
+def ensure_mathjax(root: Path) -> Path | None:
+    """A local MathJax for the book, fetched once from the npm registry (``npm pack``) into the cache.
+
+    The HTML then renders math without any CDN, so the book works offline and in the browser test.
+    Returns the es5 directory, or ``None`` (the book falls back to the CDN) when npm is unavailable.
+    """
+    base = root / ".dpsco_cache" / f"mathjax-{MATHJAX_VERSION}"
+    es5 = base / "package" / "es5"
+    if (es5 / "tex-chtml.js").is_file():
+        return es5
+    npm = shutil.which("npm")
+    if npm is None:
+        print("dpsco: npm not found; the book loads MathJax from its CDN", file=sys.stderr)
+        return None
+    base.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        [npm, "pack", f"mathjax@{MATHJAX_VERSION}", "--silent", "--pack-destination", str(base)],
+        capture_output=True,
+        text=True,
+    )
+    tarball = base / f"mathjax-{MATHJAX_VERSION}.tgz"
+    if proc.returncode != 0 or not tarball.is_file():
+        print(f"dpsco: could not fetch MathJax with npm ({proc.stderr.strip()[:200]}); using its CDN", file=sys.stderr)
+        return None
+    import tarfile
+
+    with tarfile.open(tarball) as tar:
+        members = [m for m in tar.getmembers() if m.name.startswith("package/es5/")]
+        tar.extractall(base, members=members, filter="data")
+    return es5 if (es5 / "tex-chtml.js").is_file() else None
+
+
+def _stage_mathjax(root: Path, src: Path) -> None:
+    import yaml
+
+    es5 = ensure_mathjax(root)
+    if es5 is None:
+        return
+    dest = src / "_static" / "mathjax"
+    for part in MATHJAX_PARTS:
+        item = es5 / part
+        if item.is_dir():
+            shutil.copytree(item, dest / part, dirs_exist_ok=True)
+        elif item.is_file():
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(item, dest / part)
+    config_path = src / "_config.yml"
+    config = yaml.safe_load(config_path.read_text())
+    config.setdefault("sphinx", {}).setdefault("config", {})["mathjax_path"] = "mathjax/tex-chtml.js"
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
 def build_book(root: Path | None = None, out_dir: Path | None = None) -> int:
     """``jupyter-book build`` of the executed copies, warnings as errors; HTML in ``_build/html``."""
     root = root or project_root()
@@ -189,6 +244,7 @@ def build_book(root: Path | None = None, out_dir: Path | None = None) -> int:
     exe = shutil.which("jupyter-book", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
     if exe is None:
         raise UsageError("jupyter-book is not installed: pip install 'dpsco-lib[book]'")
+    _stage_mathjax(root, src)
     cmd = [exe, "build", str(src), "--path-output", str(root), "-W", "--keep-going", "--quiet"]
     code = subprocess.call(cmd, cwd=root)
     index = root / "_build" / "html" / "index.html"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dpsco_lib.cli import _stage_book_sources, toc_notebooks
+from dpsco_lib.cli import _stage_book_sources, _stage_mathjax, toc_notebooks
 
 from ._nbtools import SMOKE_DIR, execute_smoke
 from .conftest import ROOT
@@ -28,6 +28,7 @@ def built_html(tmp_path_factory) -> Path:
             run = execute_smoke(ROOT, nb)
             assert run.error is None, f"{nb.name} failed at {run.error}"
     _stage_book_sources(ROOT, smoke)  # refresh config, toc and prose
+    _stage_mathjax(ROOT, smoke)
     out = tmp_path_factory.mktemp("book")
     exe = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
     assert exe, "jupyter-book is not installed in this environment"
