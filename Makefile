@@ -9,6 +9,11 @@ PROFILE ?= paper
 NB     ?=
 export PYTHONHASHSEED := 0
 export MPLBACKEND := Agg
+# One BLAS thread per process: sweeps already use both cores through joblib, and oversubscribed
+# BLAS threads made notebook kernels up to 30x slower under load.
+export OMP_NUM_THREADS := 1
+export OPENBLAS_NUM_THREADS := 1
+export MKL_NUM_THREADS := 1
 
 .PHONY: venv book test reproduce bench lint clean help
 
@@ -36,7 +41,7 @@ reproduce: venv
 	$(BIN)/dpsco reproduce $(NB) --profile $(PROFILE) --jobs $(JOBS)
 
 lint: venv
-	$(BIN)/ruff check dpsco_lib tests benchmarks
+	$(BIN)/ruff check dpsco_lib tests $(wildcard benchmarks)
 
 # pytest exits 5 when it collected no test: that is a failure here, never a silent pass.
 PYTEST_NO_TESTS = { code=$$?; [ $$code -eq 5 ] && echo "pytest collected no tests: failing the run"; exit $$code; }

@@ -160,6 +160,9 @@ def reproduce(
     out_dir = out_dir or root / EXECUTED
     _stage_book_sources(root, out_dir)
     os.environ["DPSCO_ROOT"] = str(root)
+    # Sweeps parallelize over processes; multi-threaded BLAS inside each of them oversubscribes the cores.
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
     if scheduler:
         os.environ["DPSCO_SCHEDULER"] = scheduler
     per_notebook_jobs = max(1, (os.cpu_count() or 1) // min(jobs, len(notebooks)))
