@@ -1,0 +1,318 @@
+"""Composition of pure eps-DP steps (basic, DRV10, KOV15, inverse solvers, seed 001 Cor 3.6) and the fully
+adaptive composition filter of WRRW23 (seed 001 Thm 3.5). Spec P3."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from scipy import special
+
+from dpsco_lib._validation import (
+    check_array,
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_positive,
+)
+from dpsco_lib.privacy.accounting._common import _check_epsilons, _conservative_root
+
+# ----------------------------------------------------------------------------------------------------------------
+# Composition of pure eps-DP steps (Spec P3)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def basic_composition(
+    epsilons: Sequence[float] | np.ndarray, deltas: Sequence[float] | np.ndarray | None = None
+) -> tuple[float, float]:
+    """Basic composition: (eps_i, delta_i)-DP steps compose to (sum eps_i, sum delta_i)-DP (DR14 Thm 3.16)."""
+    eps = _check_epsilons(epsilons)
+    if deltas is None:
+        return float(eps.sum()), 0.0
+    dl = check_array(deltas, "deltas", shape=eps.shape)
+    if np.any(dl < 0) or np.any(dl >= 1):
+        raise ValueError("deltas must all lie in [0, 1)")
+    return float(eps.sum()), float(min(dl.sum(), 1.0))
+
+
+def advanced_composition_epsilon(eps0: float, k: int, delta_prime: float) -> float:
+    r"""Advanced composition (DRV10; DR14 Thm 3.20) of ``k`` adaptive eps0-DP steps.
+
+    .. math:: \varepsilon = \sqrt{2k\ln(1/\delta')}\,\varepsilon_0 + k\varepsilon_0(e^{\varepsilon_0}-1),
+
+    with total delta ``k delta0 + delta'`` (here delta0 = 0: pass ``delta'`` only). Spec P3.
+    """
+    eps0 = check_epsilon(eps0, "eps0")
+    k = check_int(k, "k", lo=1)
+    delta_prime = check_delta(delta_prime, "delta_prime", allow_zero=False)
+    # same float64 expression as the ledger's "advanced" certificate (PrivacyLedger.epsilon)
+    return _drv_from_sums(k * eps0 * eps0, k * eps0 * math.expm1(eps0), delta_prime)
+
+
+def advanced_composition_epsilon_heterogeneous(epsilons: Sequence[float] | np.ndarray, delta_prime: float) -> float:
+    r"""Heterogeneous advanced composition (DRV10, same Azuma argument):
+    :math:`\sqrt{2\ln(1/\delta')\sum_i\varepsilon_i^2} + \sum_i \varepsilon_i(e^{\varepsilon_i}-1)`. Spec P3."""
+    eps = _check_epsilons(epsilons)
+    delta_prime = check_delta(delta_prime, "delta_prime", allow_zero=False)
+    return _drv_from_sums(float(np.sum(eps**2)), float(np.sum(eps * np.expm1(eps))), delta_prime)
+
+
+def _drv_from_sums(s2: float, s1: float, delta_prime: float) -> float:
+    return math.sqrt(2 * math.log(1 / delta_prime) * s2) + s1
+
+
+def advanced_composition_per_step_epsilon(
+    eps_total: float, delta_total: float, k: int, *, delta0: float = 0.0
+) -> float:
+    """Largest eps0 such that k adaptive (eps0, delta0)-DP steps are (eps_total, delta_total)-DP by DRV10.
+
+    Solves ``sqrt(2k ln(1/delta')) eps0 + k eps0 (e^eps0 - 1) = eps_total`` with ``delta' = delta_total - k
+    delta0`` by brentq, rounded down so the returned eps0 never exceeds the target. Spec P3.
+    """
+    eps_total = check_epsilon(eps_total, "eps_total")
+    delta_total = check_delta(delta_total, "delta_total", allow_zero=False)
+    k = check_int(k, "k", lo=1)
+    delta0 = check_delta(delta0, "delta0")
+    delta_prime = delta_total - k * delta0
+    if delta_prime <= 0:
+        raise ValueError(f"delta_total={delta_total!r} must exceed k*delta0={k * delta0!r}")
+    c = math.sqrt(2 * k * math.log(1 / delta_prime))
+
+    def fn(e0: float) -> float:
+        # the exact expression of advanced_composition_epsilon, so the round trip certifies <= eps_total
+        return _drv_from_sums(k * e0 * e0, k * e0 * math.expm1(e0), delta_prime) - eps_total
+
+    return _conservative_root(fn, 0.0, eps_total / c, feasible_below=True)
+
+
+def cor36_per_step_epsilon(epsilon: float, delta: float, k: int) -> float:
+    r"""Seed 001 Cor 3.6 rule: :math:`\varepsilon_0 = \varepsilon / (2\sqrt{2k\log(1/\delta)})`, for eps <= 1.
+
+    The paper derives it from the WRRW23 filter (Thm 3.5): with k equal steps the filter's spend is
+    :math:`\sqrt{2k\log(1/\delta)}\varepsilon_0 + k\varepsilon_0^2/2
+    = \varepsilon/2 + \varepsilon^2/(16\log(1/\delta))`,
+    which is at most eps when eps <= 1 and delta <= e^{-1/8}. Raises ``ValueError`` for eps > 1. Spec P3.
+    """
+    epsilon = check_epsilon(epsilon)
+    if epsilon > 1:
+        raise ValueError(f"epsilon must be <= 1 for the Cor 3.6 rule, got {epsilon!r}")
+    delta = check_delta(delta, allow_zero=False)
+    k = check_int(k, "k", lo=1)
+    return epsilon / (2 * math.sqrt(2 * k * math.log(1 / delta)))
+
+
+@lru_cache(maxsize=8)
+def _log_binom_row(k: int) -> np.ndarray:
+    j = np.arange(k + 1, dtype=np.float64)
+    row = special.gammaln(k + 1) - special.gammaln(j + 1) - special.gammaln(k - j + 1)
+    row.setflags(write=False)
+    return row
+
+
+def _kov_delta_unchecked(eps0: float, k: int, epsilon: float) -> float:
+    # Privacy loss of k-fold randomized response: L_j = (k - 2j) eps0 with P-probability
+    # C(k,j) e^{(k-j) eps0} / (1 + e^eps0)^k. delta(eps) = E_P[(1 - e^{eps - L})_+], summed in log space.
+    j_max = math.ceil((k - epsilon / eps0) / 2)  # L_j > eps  <=>  j < (k - eps/eps0)/2
+    if j_max <= 0:
+        return 0.0
+    j = np.arange(min(j_max, k + 1), dtype=np.float64)
+    loss = (k - 2 * j) * eps0
+    keep = loss > epsilon
+    j, loss = j[keep], loss[keep]
+    if j.size == 0:
+        return 0.0
+    log_p = _log_binom_row(k)[j.astype(np.int64)] + (k - j) * eps0 - k * np.logaddexp(0.0, eps0)
+    terms = log_p + np.log(-np.expm1(epsilon - loss))
+    return float(min(math.exp(special.logsumexp(terms)), 1.0))
+
+
+def kov_delta(eps0: float, k: int, epsilon: float) -> float:
+    r"""Exact (optimal) delta(eps) of the k-fold adaptive composition of eps0-DP mechanisms (KOV15 Thm 3.3).
+
+    .. math:: \delta(\varepsilon) = \frac{1}{(1+e^{\varepsilon_0})^k}\sum_{j:(k-2j)\varepsilon_0>\varepsilon}
+              \binom{k}{j}\big(e^{(k-j)\varepsilon_0} - e^{\varepsilon}e^{j\varepsilon_0}\big),
+
+    the hockey-stick divergence of k-fold randomized response (the dominating pair); at
+    :math:`\varepsilon=(k-2i)\varepsilon_0` this is KOV15's :math:`\delta_i`. Log-space, exact for k up to
+    1e6. Spec P3.
+    """
+    eps0 = check_epsilon(eps0, "eps0")
+    k = check_int(k, "k", lo=1)
+    epsilon = check_positive(epsilon, "epsilon", allow_zero=True)
+    return _kov_delta_unchecked(eps0, k, epsilon)
+
+
+def _kov_epsilon_unchecked(eps0: float, k: int, delta: float) -> float:
+    if delta == 0:
+        return k * eps0
+    if _kov_delta_unchecked(eps0, k, 0.0) <= delta:
+        return 0.0
+    return _conservative_root(lambda e: _kov_delta_unchecked(eps0, k, e) - delta, 0.0, k * eps0, feasible_below=False)
+
+
+def kov_epsilon(eps0: float, k: int, delta: float) -> float:
+    """Smallest eps with ``kov_delta(eps0, k, eps) <= delta``: the optimal composition (KOV15). Spec P3."""
+    eps0 = check_epsilon(eps0, "eps0")
+    k = check_int(k, "k", lo=1)
+    delta = check_delta(delta)
+    return _kov_epsilon_unchecked(eps0, k, delta)
+
+
+def kov_per_step_epsilon(eps_total: float, delta_total: float, k: int) -> float:
+    """Largest eps0 whose k-fold composition is (eps_total, delta_total)-DP by KOV15 (exact, brentq). Spec P3."""
+    eps_total = check_epsilon(eps_total, "eps_total")
+    delta_total = check_delta(delta_total, "delta_total")
+    k = check_int(k, "k", lo=1)
+    lo = eps_total / k  # k eps0 <= eps_total: delta = 0
+    if delta_total == 0:
+        return lo
+
+    def fn(e0: float) -> float:
+        return _kov_delta_unchecked(e0, k, eps_total) - delta_total
+
+    hi = 2 * max(lo, eps_total)
+    while fn(hi) <= 0:
+        hi *= 2
+        if hi > 1e4:  # pragma: no cover - delta_total < 1 always fails at huge eps0
+            raise RuntimeError("kov_per_step_epsilon: no bracket found")
+    e0 = _conservative_root(fn, lo, hi, feasible_below=True)
+    # delta(eps_total) <= delta_total holds; also make kov_epsilon(e0) (rounded up) land <= eps_total
+    for _ in range(64):
+        if _kov_epsilon_unchecked(e0, k, delta_total) <= eps_total:
+            break
+        e0 = math.nextafter(e0, 0.0)
+    return e0
+
+
+def filter_spend(epsilons: Sequence[float] | np.ndarray, delta_prime: float) -> float:
+    r"""The spend of the WRRW23 advanced-composition filter on a (realized) budget sequence.
+
+    .. math:: \sqrt{2\log(1/\delta')\sum_m\varepsilon_m^2} + \tfrac12\sum_m\varepsilon_m^2 .
+
+    For a fixed sequence this is also a valid fixed-k composition bound (pure eps-DP implies
+    eps^2/2-zCDP, Bun-Steinke 2016), and it is never larger than DRV10's bound since eps^2/2 <=
+    eps(e^eps - 1). Spec P3.
+    """
+    eps = _check_epsilons(epsilons)
+    delta_prime = check_delta(delta_prime, "delta_prime", allow_zero=False)
+    s2 = float(np.sum(eps**2))
+    return math.sqrt(2 * math.log(1 / delta_prime) * s2) + 0.5 * s2
+
+
+def max_composition_steps(eps0: float, epsilon: float, delta: float, method: str = "kov") -> int:
+    """Largest k such that k eps0-DP steps are (epsilon, delta)-DP by ``method``.
+
+    ``method`` in {"basic", "advanced" (DRV10), "filter" (WRRW23 spend at fixed k), "kov" (optimal)}.
+    Optimality of KOV15 implies ``basic, advanced, filter <= kov``. Spec P3.
+    """
+    eps0 = check_epsilon(eps0, "eps0")
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta, allow_zero=method == "basic")
+    if method == "basic":
+        return int(math.floor(epsilon / eps0 * (1 + 1e-12)))  # exact multiples are admitted
+
+    def ok(k: int) -> bool:
+        if method == "advanced":
+            return _drv_from_sums(k * eps0**2, k * eps0 * math.expm1(eps0), delta) <= epsilon
+        if method == "filter":
+            s2 = k * eps0**2
+            return math.sqrt(2 * math.log(1 / delta) * s2) + 0.5 * s2 <= epsilon
+        if method == "kov":
+            return _kov_epsilon_unchecked(eps0, k, delta) <= epsilon
+        raise ValueError(f"method must be one of 'basic', 'advanced', 'filter', 'kov', got {method!r}")
+
+    if not ok(1):
+        return 0
+    lo, hi = 1, 2
+    while ok(hi):
+        lo, hi = hi, hi * 2
+        if hi > 10**9:  # pragma: no cover
+            raise RuntimeError("max_composition_steps: no upper bound found")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Fully adaptive composition: the WRRW23 privacy filter (seed 001 Thm 3.5)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class AdvancedCompositionFilter:
+    r"""Privacy filter for fully adaptive composition (WRRW23 Thm; seed 001 Thm 3.5). Spec P3.
+
+    Mechanisms :math:`A_1, A_2, \dots` are run one after another; :math:`A_m` is
+    :math:`(\varepsilon_m, \delta_m)`-DP conditionally on the outputs of :math:`A_{1:m-1}`, and
+    :math:`\varepsilon_m, \delta_m` may themselves be chosen from those outputs. With target
+    :math:`(\varepsilon, \delta)`, :math:`\delta = \delta' + \delta''`, :math:`\delta' > 0`, the filter halts at
+
+    .. math:: N = \inf\Big\{n : \varepsilon < \sqrt{2\log(1/\delta')\textstyle\sum_{m\le n+1}\varepsilon_m^2}
+              + \tfrac12\textstyle\sum_{m\le n+1}\varepsilon_m^2
+              \ \text{ or }\ \delta'' < \textstyle\sum_{m\le n+1}\delta_m\Big\},
+
+    and :math:`A_{1:N}` is :math:`(\varepsilon, \delta)`-DP. The seed's text of Thm 3.5 lost its formulas; this
+    is WRRW23's advanced-composition filter (it matches the constants of fixed-k advanced composition in its
+    eps^2/2 form, Bun-Steinke 2016) and is consistent with the seed's Cor 3.6. Note it admits at least as many
+    steps as DRV10 (eps^2/2 <= eps(e^eps - 1)) and never more than the optimal KOV15 composition.
+
+    A refused step is not run; the caller may propose a smaller budget instead (that choice depends only on
+    released outputs, so it is still a predictable budget sequence).
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        Target guarantee of the whole run.
+    delta_prime : float, optional
+        The part of ``delta`` spent on the concentration term; defaults to all of it, in which case only pure
+        steps (delta_m = 0) are admitted.
+    """
+
+    epsilon: float
+    delta: float
+    delta_prime: float | None = None
+    n_steps: int = field(default=0, init=False)
+    sum_sq: float = field(default=0.0, init=False)
+    sum_delta: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        self.epsilon = check_epsilon(self.epsilon)
+        self.delta = check_delta(self.delta, allow_zero=False)
+        dp = self.delta if self.delta_prime is None else check_delta(self.delta_prime, "delta_prime", allow_zero=False)
+        if dp > self.delta:
+            raise ValueError(f"delta_prime must be <= delta={self.delta!r}, got {dp!r}")
+        self.delta_prime = dp
+        self._log_term = 2 * math.log(1 / dp)
+
+    @property
+    def delta_slack(self) -> float:
+        """delta'' = delta - delta', the budget for the steps' own deltas."""
+        return self.delta - self.delta_prime  # type: ignore[operator]
+
+    def _value(self, sum_sq: float) -> float:
+        return math.sqrt(self._log_term * sum_sq) + 0.5 * sum_sq
+
+    @property
+    def spent(self) -> float:
+        """Current value of the filter's spend function (<= epsilon at all times)."""
+        return self._value(self.sum_sq)
+
+    def would_allow(self, eps_m: float, delta_m: float = 0.0) -> bool:
+        """Whether running one more (eps_m, delta_m)-DP step keeps the run (epsilon, delta)-DP."""
+        eps_m = check_epsilon(eps_m, "eps_m")
+        delta_m = check_delta(delta_m, "delta_m")
+        ok_eps = self._value(self.sum_sq + eps_m**2) <= self.epsilon
+        return ok_eps and self.sum_delta + delta_m <= self.delta_slack
+
+    def try_spend(self, eps_m: float, delta_m: float = 0.0) -> bool:
+        """Record the step and return True if allowed; otherwise record nothing and return False."""
+        if not self.would_allow(eps_m, delta_m):
+            return False
+        self.sum_sq += float(eps_m) ** 2
+        self.sum_delta += float(delta_m)
+        self.n_steps += 1
+        return True
