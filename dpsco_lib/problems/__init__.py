@@ -1,0 +1,59 @@
+"""Loss families with their constants, data generators and exact population optima (DESIGN.md section 3).
+
+Convex programs (:class:`Problem`): least squares with closed-form population risk (Spec S1), logistic
+regression (population = a large fixed sample), a nonconvex robust regression (Spec N1).
+Saddle point problems (:class:`SaddleProblem`): bilinear, quadratic and softmax games on simplices
+(Spec A1), linear-query release (Spec X1) and group-robust regression (Spec X2).
+
+The library works in the idealized real-arithmetic model (float64, non-cryptographic RNG).
+"""
+
+from dpsco_lib.problems.applications import (
+    LinearQueryGame,
+    MaxOfLosses,
+    linear_query_game_from_sklearn,
+    load_sklearn_table,
+    max_of_losses_from_sklearn,
+)
+from dpsco_lib.problems.base import Problem, SaddleProblem, solve_cvxpy
+from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.problems.games import (
+    BilinearGame,
+    QuadraticGame,
+    SoftmaxGame,
+    random_bilinear_game,
+    random_quadratic_game,
+    random_softmax_game,
+)
+from dpsco_lib.problems.least_squares import (
+    LeastSquares,
+    hard_least_squares,
+    max_feasible_norm,
+    random_least_squares,
+)
+from dpsco_lib.problems.logistic import LogisticRegression, RobustRegression, random_logistic
+
+__all__ = [
+    "BilinearGame",
+    "Dataset",
+    "LeastSquares",
+    "LinearQueryGame",
+    "LogisticRegression",
+    "MaxOfLosses",
+    "Problem",
+    "QuadraticGame",
+    "RobustRegression",
+    "SaddleProblem",
+    "SoftmaxGame",
+    "hard_least_squares",
+    "linear_query_game_from_sklearn",
+    "load_sklearn_table",
+    "max_feasible_norm",
+    "max_of_losses_from_sklearn",
+    "random_bilinear_game",
+    "random_least_squares",
+    "random_logistic",
+    "random_quadratic_game",
+    "random_softmax_game",
+    "solve_cvxpy",
+]
