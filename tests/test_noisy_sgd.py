@@ -1,0 +1,132 @@
+"""Noisy SGD in l2 (Spec S2; BFTT19): parameters, exact noise calibration, certificate, utility, inputs."""
+
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+import numpy as np
+import pytest
+
+from dpsco_lib.algorithms.noisy_sgd import l2_constants, noisy_sgd_theory_params, run_noisy_sgd
+from dpsco_lib.privacy.mechanisms import gaussian_sigma_analytic
+from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.problems.least_squares import hard_least_squares
+
+
+def test_l2_constants_of_l1_problems():
+    pr = hard_least_squares(1.0, 16, set_kind="l1ball")  # L0 = 3 in l_inf, X = unit l1 ball
+    L0_2, D_2 = l2_constants(pr)
+    assert L0_2 == pytest.approx(3.0 * 4.0)  # sqrt(d) L0
+    assert D_2 == pytest.approx(2.0)
+    pr_s = hard_least_squares(1.0, 16, set_kind="simplex")
+    assert l2_constants(pr_s)[1] == pytest.approx(math.sqrt(2.0))
+    pr2 = hard_least_squares(2.0, 16)  # l2 setup: no conversion
+    assert l2_constants(pr2)[0] == pytest.approx(pr2.L0)
+
+
+def test_theory_params_closed_form():
+    n, d, eps, delta = 10_000, 50, 1.0, 1e-6
+    p = noisy_sgd_theory_params(n, d, eps, delta, 2.0, 2.0)
+    T = min(n // 8, math.floor(n * n * eps * eps / (32 * d * math.log(1 / delta))))
+    assert p["T"] == T == 1250
+    b = math.floor(n * math.sqrt(eps / (4 * T)))
+    assert p["batch_size"] == b
+    E = math.ceil(T / (n // b))
+    assert p["epochs"] == E
+    assert p["noise_multiplier"] == pytest.approx(math.sqrt(E) * gaussian_sigma_analytic(1.0, eps, delta))
+    assert p["sigma"] == pytest.approx(p["noise_multiplier"] * 2 * 2.0 / b)
+    G = math.sqrt(4.0 + d * p["sigma"] ** 2)
+    assert p["step_size"] == pytest.approx(2.0 / (G * math.sqrt(T)))
+    # high dimension: the BFTT19 step count shrinks like 1/d
+    hi = noisy_sgd_theory_params(n, 10 * d, eps, delta, 2.0, 2.0)
+    assert hi["T"] == math.floor(n * n * eps * eps / (32 * 10 * d * math.log(1 / delta)))
+
+
+@pytest.mark.parametrize("eps", [0.3, 1.0, 4.0])
+@pytest.mark.parametrize("delta", [1e-8, 1e-5])
+@pytest.mark.parametrize("n", [20, 300])
+def test_ledger_certifies_target_and_matches_dp_accounting(eps, delta, n):
+    pr = hard_least_squares(1.0, 6, set_kind="l1ball")
+    data = pr.sample(n, np.random.default_rng(n))
+    res = run_noisy_sgd(pr, data, epsilon=eps, delta=delta, rng=np.random.default_rng(0))
+    led = res.ledger
+    assert led.total_count == res.params["epochs"]
+    assert led.epsilon(delta) <= eps * (1 + 1e-9)
+    assert led.epsilon(delta, method="gdp") == pytest.approx(eps, rel=1e-6)  # calibration is exact
+    # Oracle: Google's PLD accountant on E compositions of the Gaussian mechanism with this multiplier.
+    acc = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-4)
+    acc.compose(dp_accounting.GaussianDpEvent(res.params["noise_multiplier"]), res.params["epochs"])
+    assert acc.get_epsilon(delta) == pytest.approx(eps, rel=2e-2)
+
+
+def test_noise_grows_with_dimension_on_l1_problem():
+    # With T and b fixed, sigma is proportional to L0_2 = sqrt(d) L0, so the noise norm sqrt(d) sigma ~ d.
+    sig = []
+    for d in (100, 400):
+        L0_2, D_2 = l2_constants(hard_least_squares(1.0, d, set_kind="l1ball"))
+        sig.append(noisy_sgd_theory_params(1000, d, 1.0, 1e-5, L0_2, D_2, steps=50, batch_size=100)["sigma"])
+    assert sig[1] / sig[0] == pytest.approx(2.0)
+
+
+def test_utility_converges_to_exact_optimum():
+    pr = hard_least_squares(1.0, 5, set_kind="l1ball")  # planted optimum e_1, F(0) - F* = 1.5
+    start = pr.excess_risk(pr.feasible_set.center())
+    errs = []
+    for n in (200, 20_000):
+        data = pr.sample(n, np.random.default_rng(n))
+        res = run_noisy_sgd(pr, data, epsilon=50.0, delta=1e-6, rng=np.random.default_rng(1))
+        assert pr.feasible_set.contains(res.x)
+        errs.append(pr.excess_risk(res.x))
+    assert errs[1] < 0.05 * start
+    assert errs[1] < errs[0]
+
+
+def test_determinism_and_trace():
+    pr = hard_least_squares(1.0, 8, set_kind="l1ball")
+    data = pr.sample(400, np.random.default_rng(0))
+    kw = {"epsilon": 1.0, "delta": 1e-5, "steps": 30, "batch_size": 40, "trace": True}
+    r1 = run_noisy_sgd(pr, data, rng=np.random.default_rng(7), **kw)
+    r2 = run_noisy_sgd(pr, data, rng=np.random.default_rng(7), **kw)
+    r3 = run_noisy_sgd(pr, data, rng=np.random.default_rng(8), **kw)
+    assert np.array_equal(r1.x, r2.x) and not np.array_equal(r1.x, r3.x)
+    assert r1.params["epochs"] == 3 and r1.trace["x_avg_epoch"].shape == (3, 8)
+    np.testing.assert_array_equal(r1.trace["x_avg_epoch"][-1], r1.x)
+
+
+@pytest.fixture(scope="module")
+def small():
+    pr = hard_least_squares(1.0, 5, set_kind="l1ball")
+    return pr, pr.sample(50, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": -2.0}, "epsilon"),
+        ({"delta": 0.0}, "delta"),
+        ({"delta": 1.0}, "delta"),
+        ({"batch_size": 51}, "batch_size"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"steps": 0}, "steps"),
+        ({"step_size": 0.0}, "step_size"),
+        ({"step_size": -1.0}, "step_size"),
+        ({"rng": None}, "rng"),
+    ],
+)
+def test_invalid_inputs(small, kwargs, match):
+    pr, data = small
+    args = {"epsilon": 1.0, "delta": 1e-5, "rng": np.random.default_rng(0)} | kwargs
+    with pytest.raises(ValueError, match=match):
+        run_noisy_sgd(pr, data, **args)
+
+
+def test_invalid_data(small):
+    pr, data = small
+    y = np.array(data.y)
+    y[0] = 10.0  # |b| > c = 2
+    with pytest.raises(ValueError, match="bounds"):
+        run_noisy_sgd(pr, Dataset(data.X, y), epsilon=1.0, delta=1e-5, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="problem"):
+        run_noisy_sgd(None, data, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(0))
