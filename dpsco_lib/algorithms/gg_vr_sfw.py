@@ -1,0 +1,439 @@
+r"""Noisy variance-reduced stochastic Frank-Wolfe with generalized Gaussian noise, 1 < p <= 2 (Spec F3; BGN21).
+
+Setting (spec/frank-wolfe.md). ``X = {||x||_p <= D/2}`` (an :class:`~dpsco_lib.geometry.sets.LpBall`),
+``1 < p <= 2``, ``f(., z)`` convex, ``L0``-Lipschitz and ``L1``-smooth w.r.t. ``||.||_p`` (gradients in the
+dual norm ``||.||_q``, ``q = p/(p - 1) >= 2``). Replace-one neighbours.
+
+Privatization (Spec G1). A gradient estimate ``nabla`` with ``||.||_q``-sensitivity ``Delta`` is released as
+``nabla + Z`` with ``Z ~ exp(-||z||_r^2/(2 sigma^2))`` in the smooth norm ``||.||_r``, ``r =``
+:func:`~dpsco_lib.geometry.norms.smooth_dual_exponent` ``(p, d)`` (``r = q`` when ``q <= max(2, ln d)``), and
+regularity ``kappa =`` :func:`~dpsco_lib.geometry.norms.regularity_constant` ``(q, d)`` (``kappa = q - 1 =
+1/(p - 1)`` in that case): by [BGN21] ``D_alpha <= kappa alpha^2 Delta^2 / (2 sigma^2 (alpha - 1))``, i.e. the
+release is recorded as ``record_gg(sigma/Delta, kappa)``. The linear step is solved exactly,
+``argmin_{||v||_p <= D/2} <g, v> = -(D/2) sign(g) |g|^(q-1)/||g||_q^(q-1)`` (``LpBall.lmo``).
+
+``variant="naive"`` (noise every step). Poly-SFW's recursion (Spec F1) with minibatches: ``x_0 = 0``;
+``B_0`` = the first ``m = floor(n/2)`` records, ``nabla_0 = mean_{B_0} grad f(x_0; z)``; then ``T`` steps,
+step ``t`` with a fresh batch ``B_t`` of ``b`` records (default ``b = ceil(sqrt(n - m))``,
+``T = floor((n - m)/b)``):
+
+.. math:: \nabla_t = (1 - \eta)\big(\nabla_{t-1} + \mathrm{mean}_{B_t}[\nabla f(x_t; z) - \nabla f(x_{t-1}; z)]\big)
+          + \eta\, \mathrm{mean}_{B_t} \nabla f(x_t; z),
+
+release ``g_t = nabla_t + Z_t``, ``v_t = lmo(g_t)``, ``x_{t+1} = (1 - eta) x_t + eta v_t`` for
+``t = 0, ..., T``; output ``x_{T+1}``. (The noise is not fed back into the recursion: ``nabla_t`` is a function
+of the data and the released iterates.) Constant ``eta = min(1, c ln(n)/T)``.
+
+*Sensitivity* (as in Spec F1, in the dual norm, with batches). Given the past, a record in ``B_0`` changes
+``nabla_t`` by ``(1 - eta)^t (grad f(x_0; z) - grad f(x_0; z'))/m``; a record in ``B_k`` changes ``nabla_k`` by at
+most ``(2 (1 - eta) eta L1 D + 2 eta L0)/b`` (``||x_k - x_{k-1}||_p = eta ||v_{k-1} - x_{k-1}||_p <= eta D``),
+which then decays by ``(1 - eta)`` per step. Hence
+
+.. math:: \Delta_0 = \frac{2L_0}{m},\qquad \Delta_t = \max\Big\{\frac{2L_0}{m}(1-\eta)^t,\
+          \frac{2\eta((1-\eta)L_1 D + L_0)}{b}\Big\}
+
+(:func:`naive_sensitivities`; for ``b = 1`` this is ``2/D`` times Poly-SFW's score sensitivity, the shift
+factor ``D/2`` being specific to scores). *Privacy*: ``sigma_t = mult Delta_t``; every record's privacy loss is
+at most the composition of the ``K = T + 1`` GG steps, each with RDP ``kappa alpha^2/(2 mult^2 (alpha - 1))``, and
+``K`` such steps have exactly the RDP of one GG step with multiplier ``mult/sqrt K``. So
+``mult = sqrt(K) gg_sigma_exact(1, eps, delta, kappa)`` (the library's default GG calibration) meets the target
+under the standard RDP conversion, and the ledger (``record_gg(mult, kappa, count=K)``, CKS20 conversion)
+certifies ``<= epsilon``. *Rate* [BGN21]: with ``b ~ sqrt n``, ``T ~ sqrt n`` the optimization and sampling
+errors are ``O(kappa/sqrt n)`` (up to logs) and the noise is ``||Z_t||_q ~ sigma_t sqrt d ~ eta sqrt(T kappa d)/
+(b eps)``, i.e. ``O(kappa/sqrt n + kappa sqrt d/(eps n^{3/4}))``; ``eta T`` fixed removes the log factor.
+
+``variant="tree"`` (tree aggregation). The tree of Spec F2 (:func:`~dpsco_lib.algorithms.vr_frank_wolfe.
+tree_batch_schedule`; root batch ``b``, right child at depth ``j`` with ``floor(b/2^j)`` records, corrections
+``grad f(x_u) - grad f(x_parent)`` on its batch, ``T = 2^k`` leaves, ``eta_t = 2/(t + 2)``), but **each vertex
+releases its own term with GG noise** and a leaf's estimate is the sum of the noisy terms on its path.
+Sensitivities (derived in :mod:`~dpsco_lib.algorithms.vr_frank_wolfe`): ``Delta_root = 2 L0/b`` and
+``Delta_u = 2 L1 ||x_u - x_parent||_p / b_j`` (the distance is public given the past; ``distance="a_priori"``
+replaces it by the data-independent bound ``min(D, D sum eta_s)``). Every record lies in
+one vertex's batch, so it enters *one* GG release and everything else is post-processing: with
+``sigma_u = gg_sigma_exact(Delta_u, eps, delta, kappa)`` each record's loss is a single GG mechanism and the
+run is the parallel composition over the disjoint batches (ledger: one ``record_gg`` per depth, in parallel).
+*Rate* [BGN21]: the leaf noise is a sum of ``<= k + 1`` GG vectors of size ``~ (L0 + L1 D) sqrt(kappa d)/(b eps)``
+after FW weighting, so ``O(sqrt(kappa/n) + kappa sqrt d/(eps n))`` up to ``log n`` factors, in one pass.
+
+``info["private_error"]`` is the measured privacy term of the Frank-Wolfe analysis,
+``D sum_t w_t ||Z_t||_q`` (``w_t`` = weight of ``v_t`` in the output, ``Z_t`` = total noise in leaf/step ``t``'s
+estimate), which upper-bounds the excess risk the noise can cause.
+
+The library works in the idealized real-arithmetic model with float64 noise from a non-cryptographic RNG.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dpsco_lib._validation import check_delta, check_epsilon, check_in_range, check_int, check_positive, check_rng
+from dpsco_lib.algorithms._result import Result
+from dpsco_lib.algorithms.vr_frank_wolfe import (
+    DISTANCES,
+    _max_depth,
+    a_priori_distances,
+    fw_weights,
+    tree_batch_schedule,
+)
+from dpsco_lib.geometry.norms import dual_exponent, regularity_constant, smooth_dual_exponent
+from dpsco_lib.geometry.sets import LpBall
+from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.mechanisms import generalized_gaussian_noise, gg_sigma_exact
+from dpsco_lib.problems.base import Problem
+from dpsco_lib.problems.dataset import Dataset
+
+__all__ = ["VARIANTS", "gg_vr_sfw_theory_params", "naive_sensitivities", "run_gg_vr_sfw"]
+
+VARIANTS = ("naive", "tree")
+
+
+def naive_sensitivities(T: int, init_batch: int, batch_size: int, eta: float, L0: float, L1: float, D: float
+                        ) -> np.ndarray:
+    r"""Dual-norm sensitivities ``Delta_0, ..., Delta_T`` of the naive estimator (Spec F3; module docstring).
+
+    ``Delta_0 = 2 L0/m``, ``Delta_t = max{2 L0 (1 - eta)^t / m, 2 eta ((1 - eta) L1 D + L0) / b}``.
+    """
+    T = check_int(T, "T", lo=0)
+    m = check_int(init_batch, "init_batch", lo=1)
+    b = check_int(batch_size, "batch_size", lo=1)
+    eta = check_in_range(eta, "eta", 0.0, 1.0, lo_inclusive=False)
+    L0 = check_positive(L0, "L0")
+    L1 = check_positive(L1, "L1", allow_zero=True)
+    D = check_positive(D, "D")
+    t = np.arange(T + 1, dtype=np.float64)
+    first = 2.0 * L0 / m * (1.0 - eta) ** t
+    out = np.maximum(first, 2.0 * eta * ((1.0 - eta) * L1 * D + L0) / b)
+    out[0] = first[0]
+    return out
+
+
+def gg_vr_sfw_theory_params(
+    n: int,
+    d: int,
+    p: float,
+    epsilon: float,
+    delta: float,
+    L0: float,
+    L1: float,
+    D: float,
+    *,
+    variant: str = "naive",
+    batch_size: int | None = None,
+    depth: int | None = None,
+    step_size: float | None = None,
+    step_constant: float = 1.0,
+) -> dict[str, Any]:
+    r"""Hyperparameters of Spec F3 (BGN21) for either variant, the GG calibration and the rate bound.
+
+    Parameters
+    ----------
+    n, d : int
+        Records (``>= 4``) and dimension.
+    p : float
+        Setup exponent, ``1 < p <= 2``.
+    epsilon, delta : float
+        Target; ``delta`` in (0, 1) (GG noise needs ``delta > 0``).
+    L0, L1, D : float
+        Constants in the dual norm and the ``p``-diameter of the ball.
+    variant : {"naive", "tree"}
+    batch_size : int, optional
+        naive: per-step batch ``b`` (default ``ceil(sqrt(n - floor(n/2)))``); tree: root batch.
+    depth : int, optional
+        tree only: depth ``k`` (default: the deepest tree with non-empty batches, ``T = 2^k <= b``).
+    step_size : float, optional
+        naive: constant ``eta`` (default ``min(1, step_constant ln(n)/T)``); tree: constant ``eta`` instead of
+        ``2/(t + 2)``.
+    step_constant : float
+        naive: ``c`` in the default step.
+
+    Returns
+    -------
+    dict
+        ``variant``, ``q`` (dual), ``r`` (smooth noise norm), ``kappa``, ``T``, ``batch_size``, the variant's
+        schedule (naive: ``init_batch``, ``eta``, ``n_releases``, ``noise_multiplier``; tree: ``depth``,
+        ``batch_sizes``, ``records_used``, ``noise_multiplier``), ``rate_bound``.
+    """
+    n = check_int(n, "n", lo=4)
+    d = check_int(d, "d", lo=1)
+    p = check_in_range(p, "p", 1.0, 2.0, lo_inclusive=False)
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta, allow_zero=False)
+    L0 = check_positive(L0, "L0")
+    L1 = check_positive(L1, "L1", allow_zero=True)
+    D = check_positive(D, "D")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    q = dual_exponent(p)
+    r = smooth_dual_exponent(p, d)
+    kappa = regularity_constant(q, d)
+    unit = gg_sigma_exact(1.0, epsilon, delta, kappa)  # sigma per unit sensitivity for one GG release
+    out: dict[str, Any] = {"variant": variant, "p": p, "q": q, "r": r, "kappa": kappa}
+    if variant == "naive":
+        if depth is not None:
+            raise ValueError("depth applies to variant='tree' only")
+        m = n // 2
+        b = math.ceil(math.sqrt(n - m)) if batch_size is None else check_int(batch_size, "batch_size", lo=1)
+        T = (n - m) // b
+        if T < 1:
+            raise ValueError(f"batch_size={b} leaves no update step with n={n} (need batch_size <= n - floor(n/2))")
+        if step_size is None:
+            c = check_positive(step_constant, "step_constant")
+            eta = min(1.0, c * math.log(n) / T)
+        else:
+            eta = check_in_range(step_size, "step_size", 0.0, 1.0, lo_inclusive=False)
+        K = T + 1
+        mult = math.sqrt(K) * unit
+        rate = kappa / math.sqrt(n) + kappa * math.sqrt(d) / (epsilon * n**0.75)
+        out.update({"init_batch": m, "batch_size": b, "T": T, "eta": eta, "n_releases": K,
+                    "noise_multiplier": mult, "records_used": m + T * b})
+    else:
+        if step_size is not None:
+            step_size = check_in_range(step_size, "step_size", 0.0, 1.0, lo_inclusive=False)
+        if depth is None:
+            k = _max_depth(n)
+            if k < 1:
+                raise ValueError(f"n={n} is too small for a tree of depth >= 1")
+            if batch_size is not None:
+                bb = check_int(batch_size, "batch_size", lo=2)
+                k = max(1, min(k, int(math.floor(math.log2(bb)))))
+        else:
+            k = check_int(depth, "depth", lo=1, hi=62)
+        sched = tree_batch_schedule(n, k, batch_size)
+        rate = math.sqrt(kappa / n) + kappa * math.sqrt(d) / (epsilon * n)
+        out.update({"depth": k, "T": sched["T"], "batch_size": sched["batch_size"], "batch_sizes": sched["batch_sizes"],
+                    "records_used": sched["records_used"], "step_size": step_size, "noise_multiplier": unit})
+    out["rate_bound"] = rate
+    return out
+
+
+def _lq(x: np.ndarray, q: float) -> float:
+    """||x||_q of a 1-D array (internal, unvalidated; scaled by max|x_i| against overflow)."""
+    a = np.abs(x)
+    m = a.max()
+    if m == 0 or not np.isfinite(m):
+        return float(m)
+    return float(m * np.sum((a / m) ** q) ** (1.0 / q))
+
+
+def _lp_ball_lmo_fast(g: np.ndarray, q: float, radius: float) -> np.ndarray:
+    """argmin_{||v||_p <= radius} <g, v> = -radius sign(g) |g|^(q-1)/||g||_q^(q-1) (same convention as
+    ``LpBall.lmo``: sign(0) = +1, g = 0 -> -radius e_1; the tests cross-check the two)."""
+    a = np.abs(g)
+    m = a.max()
+    sgn = np.where(g >= 0, 1.0, -1.0)
+    if m == 0:
+        out = np.zeros_like(g)
+        out[0] = -radius
+        return out
+    w = (a / m) ** (q - 1.0)
+    p = q / (q - 1.0)
+    return -radius * sgn * w / (np.sum(w**p) ** (1.0 / p))
+
+
+class _UnitGG:
+    """Unit-scale GG vectors in the norm ||.||_r, drawn in blocks (<= 2M entries) and read row by row."""
+
+    def __init__(self, d: int, r: float, count: int, rng: np.random.Generator) -> None:
+        self.d, self.r, self.count, self.rng = d, r, count, rng
+        self.block = max(1, min(count, 2_000_000 // d))
+        self.lo = 0
+        self.buf = generalized_gaussian_noise(d, q=r, sigma=1.0, rng=rng, size=self.block)
+
+    def __getitem__(self, t: int) -> np.ndarray:
+        if t >= self.lo + self.block:
+            self.lo = t - t % self.block
+            self.buf = generalized_gaussian_noise(
+                self.d, q=self.r, sigma=1.0, rng=self.rng, size=min(self.block, self.count - self.lo)
+            )
+        return self.buf[t - self.lo]
+
+
+def _check_problem(problem: Problem) -> tuple[LpBall, float]:
+    if not isinstance(problem, Problem):
+        raise ValueError(f"problem must be a dpsco_lib.problems.Problem, got {type(problem).__name__}")
+    fset = problem.feasible_set
+    p = float(problem.p)
+    if not isinstance(fset, LpBall) or not (1.0 < fset.p <= 2.0) or fset.p != p:
+        raise ValueError(
+            "GG-VR-SFW (Spec F3) needs an LpBall feasible set with 1 < p <= 2 equal to the setup exponent; got "
+            f"{fset!r} with problem.p={p!r} (use Poly-SFW / the tree FW of Spec F2 for p = 1)"
+        )
+    return fset, p
+
+
+def run_gg_vr_sfw(
+    problem: Problem,
+    data: Dataset,
+    *,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    variant: str = "naive",
+    batch_size: int | None = None,
+    depth: int | None = None,
+    step_size: float | None = None,
+    step_constant: float = 1.0,
+    distance: str = "realized",
+    trace: bool = False,
+    _noise_multiplier: float = 1.0,
+) -> Result:
+    r"""Noisy variance-reduced SFW with GG noise (Spec F3; BGN21), ``(epsilon, delta)``-DP, ``1 < p <= 2``.
+
+    See the module docstring for both variants, the sensitivities and the calibration.
+
+    Parameters
+    ----------
+    problem : Problem
+        Convex problem over an ``LpBall`` with ``1 < p <= 2`` (the setup exponent).
+    data : Dataset
+        ``n >= 4`` records inside the declared bounds.
+    epsilon, delta : float
+        Target, ``delta`` in (0, 1).
+    rng : numpy.random.Generator
+    variant : {"naive", "tree"}
+    batch_size, depth, step_size, step_constant
+        See :func:`gg_vr_sfw_theory_params`.
+    distance : {"realized", "a_priori"}
+        tree only: the realized ``||x_u - x_parent||_p`` in a right child's sensitivity (valid given the past,
+        smaller) or the data-independent bound ``min(D, D sum eta_s)`` of
+        :func:`~dpsco_lib.algorithms.vr_frank_wolfe.a_priori_distances` (the papers' calibration).
+    trace : bool
+        Record the per-step noise norms ``||Z_t||_q``, sensitivities, step sizes and the noisy estimates that the
+        linear minimization sees (``estimate``, shape ``(steps, d)``).
+    _noise_multiplier : float
+        Private test hook: multiplies every GG scale while the ledger keeps the certified budget (privacy tests
+        use ``0.5`` for a deliberately broken variant). Never pass it otherwise.
+
+    Returns
+    -------
+    Result
+        ``x``; ``params`` (:func:`gg_vr_sfw_theory_params` plus ``n``); ``ledger`` (GG RDP events);
+        ``info`` with ``private_error`` (``D sum_t w_t ||Z_t||_q``) and the maximal noise scale.
+    """
+    fset, p = _check_problem(problem)
+    rng = check_rng(rng)
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta, allow_zero=False)
+    noise_mult = check_positive(_noise_multiplier, "_noise_multiplier")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    if distance not in DISTANCES:
+        raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}")
+    data = problem.validate_data(data)
+    n, d = data.n, problem.d
+    if n < 4:
+        raise ValueError(f"data must hold n >= 4 records, got {n}")
+    D = float(fset.diameter(p))
+    L0, L1 = float(problem.L0), float(problem.L1)
+    params = gg_vr_sfw_theory_params(
+        n, d, p, epsilon, delta, L0, L1, D, variant=variant, batch_size=batch_size, depth=depth,
+        step_size=step_size, step_constant=step_constant,
+    )
+    q, r, kappa = params["q"], params["r"], params["kappa"]
+    mean_grad = problem._mean_grad  # records validated above; iterates feasible by construction
+    radius = fset.radius
+
+    def lmo(g: np.ndarray) -> np.ndarray:
+        return _lp_ball_lmo_fast(g, q, radius)
+
+    if variant == "naive":
+        T, m, b, eta, mult = params["T"], params["init_batch"], params["batch_size"], params["eta"], \
+            params["noise_multiplier"]
+        sens = naive_sensitivities(T, m, b, eta, L0, L1, D)
+        sigmas = noise_mult * mult * sens
+        Z = _UnitGG(d, r, T + 1, rng)  # unit scale, scaled per step: sigma * Z is GG with scale sigma
+        etas = np.full(T + 1, eta)
+        znorm = np.empty(T + 1)
+        znorm[0] = sigmas[0] * _lq(Z[0], q)
+        x_prev = np.zeros(d)
+        grad = mean_grad(x_prev, data[:m])
+        released = [grad + sigmas[0] * Z[0]]
+        x = (1.0 - eta) * x_prev + eta * lmo(released[0])
+        for t in range(1, T + 1):
+            batch = data[m + (t - 1) * b: m + t * b]
+            g_new = mean_grad(x, batch)
+            g_old = mean_grad(x_prev, batch)
+            grad = (1.0 - eta) * (grad + g_new - g_old) + eta * g_new
+            z = sigmas[t] * Z[t]
+            znorm[t] = _lq(z, q)
+            g_rel = grad + z
+            if trace:
+                released.append(g_rel)
+            v = lmo(g_rel)
+            x_prev = x
+            x = (1.0 - eta) * x + eta * v
+        ledger = PrivacyLedger()
+        ledger.record_gg(mult, kappa, count=T + 1, label="GG release of the VR gradient estimate (Spec F3 naive)")
+        sens_out = sens
+    else:
+        k, T, b = params["depth"], params["T"], params["batch_size"]
+        sched = tree_batch_schedule(n, k, b)
+        sizes, leaf_depth, offsets = sched["batch_sizes"], sched["leaf_depth"], sched["offsets"]
+        etas = 2.0 / (np.arange(T, dtype=np.float64) + 2.0) if params["step_size"] is None else \
+            np.full(T, params["step_size"])
+        unit = params["noise_multiplier"]
+        prior_dist = a_priori_distances(etas, leaf_depth, k, D)
+        Zu = _UnitGG(d, r, T, rng)
+        x = np.zeros(d)
+        released = []
+        est: list[np.ndarray] = [x] * (k + 1)
+        tot: list[np.ndarray] = [x] * (k + 1)  # total noise on the path (for the measured private error)
+        start: list[np.ndarray] = [x] * (k + 1)
+        znorm = np.empty(T)
+        sens_out = np.zeros(T)
+        for t in range(T):
+            j = int(leaf_depth[t])
+            batch = data[int(offsets[t]):int(offsets[t + 1])]
+            if t == 0:
+                term = mean_grad(x, batch)
+                sens_t = 2.0 * L0 / b
+                prev_est, prev_tot = np.zeros(d), np.zeros(d)
+            else:
+                parent = start[j - 1]
+                term = mean_grad(x, batch) - mean_grad(parent, batch)
+                dist = _lq(x - parent, p) if distance == "realized" else float(prior_dist[t])
+                sens_t = 2.0 * L1 * dist / sizes[j]
+                prev_est, prev_tot = est[j - 1], tot[j - 1]
+            if sens_t > 0:
+                z = noise_mult * unit * sens_t * Zu[t]
+            else:  # a data-independent term (L1 = 0 or x_u = x_parent) needs no noise
+                z = np.zeros(d)
+            sens_out[t] = sens_t
+            g = prev_est + term + z
+            zt = prev_tot + z
+            snapshot = x.copy()
+            for jj in range(j, k + 1):
+                est[jj] = g
+                tot[jj] = zt
+                start[jj] = snapshot
+            znorm[t] = _lq(zt, q)
+            if trace:
+                released.append(g)
+            x = (1.0 - etas[t]) * x + etas[t] * lmo(g)
+        ledger_parts = []
+        for j in range(k + 1):
+            part = PrivacyLedger()
+            part.record_gg(unit, kappa, count=1, label=f"one GG release per depth-{j} vertex batch (Spec F3 tree)")
+            ledger_parts.append(part)
+        ledger = PrivacyLedger.parallel(*ledger_parts, label="disjoint tree batches (Spec F3 tree)")
+    w = fw_weights(etas)
+    params = dict(params)
+    params["n"] = n
+    params["distance"] = distance
+    info = {
+        "method": f"gg_vr_sfw_{variant}",
+        "spec": "F3",
+        "paper": "BGN21",
+        "diameter": D,
+        "radius": radius,
+        "private_error": float(D * (w @ znorm)),
+        "noise_norm_max": float(znorm.max()),
+        "noise_multiplier_hook": noise_mult,
+    }
+    tr = None
+    if trace:
+        tr = {"noise_norm": znorm, "sensitivity": sens_out, "step_size": etas, "estimate": np.asarray(released)}
+    return Result(x=x, trace=tr, params=params, ledger=ledger, info=info)
