@@ -1,0 +1,166 @@
+"""Tests for Spec D4 (dpsco_lib.algorithms.dp_sgd)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpsco_lib.algorithms.dp_sgd import (
+    clip_rows,
+    dp_sgd_epsilon_advanced,
+    dp_sgd_epsilon_pld,
+    dp_sgd_epsilon_rdp,
+    dp_sgd_epsilons,
+    dp_sgd_noise_multiplier,
+    run_dp_sgd,
+)
+from dpsco_lib.geometry.sets import LpBall
+from dpsco_lib.privacy.audit import mu_gdp_lower_bound
+from dpsco_lib.privacy.mechanisms import gaussian_epsilon_analytic
+from dpsco_lib.problems import Dataset
+
+
+class _Quadratic:
+    """f(x; z) = ||x - z||^2 / 2 over the l2 ball of radius R (gradients x - z)."""
+
+    def __init__(self, d, R=10.0):
+        self.feasible_set = LpBall(d, 2.0, R)
+        self.d = d
+
+    def grad(self, x, data):
+        return x[None, :] - data.X
+
+
+class _Linear:
+    """f(x; z) = -<x, z>: constant gradients -z (the canary audit problem)."""
+
+    def __init__(self, d, R=1e6):
+        self.feasible_set = LpBall(d, 2.0, R)
+        self.d = d
+
+    def grad(self, x, data):
+        return -np.asarray(data.X)
+
+
+def test_dp_sgd_converges_without_noise_and_is_deterministic():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3)) * 0.3
+    prob, data = _Quadratic(3), Dataset(X)
+    kw = dict(noise_multiplier=1e-8, sampling_rate=1.0, steps=300, clip=100.0, lr=0.5, average=False)
+    r1 = run_dp_sgd(prob, data, rng=np.random.default_rng(1), **kw)
+    r2 = run_dp_sgd(prob, data, rng=np.random.default_rng(1), **kw)
+    assert np.array_equal(r1.x, r2.x)
+    np.testing.assert_allclose(r1.x, X.mean(0), atol=1e-6)
+    assert r1.ledger.events[0].kind == "subsampled_gaussian" and r1.ledger.total_count == 300
+    assert r1.info["mean_batch_size"] == 50
+
+
+def test_clipping_counts_and_rows():
+    G = np.array([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0]])
+    C = clip_rows(G, 1.0)
+    np.testing.assert_allclose(np.linalg.norm(C, axis=1), [1.0, 0.5, 0.0])
+    prob, data = _Linear(2), Dataset(G)
+    r = run_dp_sgd(prob, data, noise_multiplier=1.0, sampling_rate=1.0, steps=4, clip=1.0, lr=0.1,
+                   rng=np.random.default_rng(0))
+    assert r.info["n_clipped"] == 4
+
+
+def test_ledger_matches_rdp_function_and_dp_accounting_rdp():
+    import dp_accounting as dpa
+
+    q, T, sigma, delta = 150 / 60000, 6000, 1.3, 1e-5
+    eps = dp_sgd_epsilon_rdp(sigma, q, T, delta)
+    acc = dpa.rdp.RdpAccountant()
+    acc.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), T)
+    assert eps == pytest.approx(acc.get_epsilon(delta), rel=2e-3)
+    prob, data = _Linear(2), Dataset(np.zeros((10, 2)))
+    r = run_dp_sgd(prob, data, noise_multiplier=sigma, sampling_rate=0.3, steps=7, clip=1.0, lr=0.1,
+                   rng=np.random.default_rng(0))
+    assert r.ledger.epsilon(delta) == pytest.approx(dp_sgd_epsilon_rdp(sigma, 0.3, 7, delta), rel=1e-12)
+
+
+def test_advanced_composition_hand_computed():
+    sigma, q, T, delta = 2.0, 0.01, 100, 1e-5
+    best = math.inf
+    for f in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95):
+        e0 = gaussian_epsilon_analytic(sigma, 1.0, (1 - f) * delta / (q * T))
+        es = math.log(1 + q * (math.exp(e0) - 1))
+        best = min(best, T * es, math.sqrt(2 * T * math.log(1 / (f * delta))) * es + T * es * (math.exp(es) - 1))
+    assert dp_sgd_epsilon_advanced(sigma, q, T, delta) == pytest.approx(best, rel=1e-12)
+
+
+def test_three_ways_ordering_tf_privacy_example():
+    # n = 60000, batch 150, sigma 1.3, 15 epochs, delta 1e-5 (PLD at 1e-3 discretization for speed: pessimistic).
+    q, T = 150 / 60000, 15 * 400
+    adv = dp_sgd_epsilon_advanced(1.3, q, T, 1e-5)
+    rdp = dp_sgd_epsilon_rdp(1.3, q, T, 1e-5)
+    pld = dp_sgd_epsilon_pld(1.3, q, T, 1e-5, discretization=1e-3)
+    assert pld < rdp < adv
+    assert rdp == pytest.approx(0.7242, abs=2e-3)
+    assert 0.6 < pld < 0.66
+
+
+def test_epsilons_dict_and_noise_solver():
+    out = dp_sgd_epsilons(1.0, 0.01, 50, 1e-5, pld=False)
+    assert set(out) == {"advanced", "rdp"}
+    s = dp_sgd_noise_multiplier(1.0, 1e-5, 0.01, 500)
+    assert dp_sgd_epsilon_rdp(s, 0.01, 500, 1e-5) <= 1.0
+    assert dp_sgd_epsilon_rdp(s * 0.99, 0.01, 500, 1e-5) > 1.0
+
+
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        ({"noise_multiplier": 0.0}, "noise_multiplier"),
+        ({"sampling_rate": 0.0}, "sampling_rate"),
+        ({"sampling_rate": 1.5}, "sampling_rate"),
+        ({"steps": 0}, "steps"),
+        ({"clip": -1.0}, "clip"),
+        ({"lr": 0.0}, "lr"),
+        ({"rng": 3}, "rng"),
+        ({"normalizer": 0.0}, "normalizer"),
+    ],
+)
+def test_bad_inputs(kw, name):
+    base = dict(noise_multiplier=1.0, sampling_rate=0.5, steps=2, clip=1.0, lr=0.1, rng=np.random.default_rng(0))
+    base.update(kw)
+    with pytest.raises(ValueError, match=name):
+        run_dp_sgd(_Linear(2), Dataset(np.zeros((4, 2))), **base)
+
+
+def test_bad_problem_and_data():
+    base = dict(noise_multiplier=1.0, sampling_rate=0.5, steps=2, clip=1.0, lr=0.1, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="problem"):
+        run_dp_sgd(object(), Dataset(np.zeros((4, 2))), **base)
+    with pytest.raises(ValueError, match="data"):
+        run_dp_sgd(_Linear(2), np.zeros((4, 2)), **base)
+    with pytest.raises(ValueError, match="x0"):
+        run_dp_sgd(_Linear(2), Dataset(np.zeros((4, 2))), x0=np.zeros(3), **base)
+
+
+@pytest.mark.statistical
+def test_canary_mu_gdp_audit_and_broken_variant():
+    # One full-batch step (q = 1) under add/remove: D = 4 zero records, D' = D + canary with gradient norm C = 1.
+    # The release is the Gaussian mechanism with mu = 1/sigma. 8000 runs per world, alpha = 0.05.
+    sigma = 1.0
+    D = Dataset(np.zeros((4, 1)))
+    Dp = Dataset(np.vstack([np.zeros((4, 1)), [[1.0]]]))
+
+    def mech(noise):
+        def run(data, rng, size):
+            return np.array([
+                run_dp_sgd(_Linear(1), data, noise_multiplier=noise, sampling_rate=1.0, steps=1, clip=1.0,
+                           lr=1.0, rng=rng, normalizer=1.0, x0=np.zeros(1)).x[0]
+                for _ in range(size)
+            ])
+
+        return run
+
+    ok = mu_gdp_lower_bound(mech(sigma), Dp, D, np.asarray, 0.5, 8000, 0.05, np.random.default_rng(1),
+                            claimed_mu=1 / sigma)
+    assert not ok.violation
+    bad = mu_gdp_lower_bound(mech(sigma / 2), Dp, D, np.asarray, 0.5, 8000, 0.05, np.random.default_rng(2),
+                             claimed_mu=1 / sigma)
+    assert bad.violation, bad.mu_lower_bound
