@@ -516,3 +516,43 @@ def test_solvers_round_trip_through_the_ledger_exactly(k):
         led.record_exponential(kov_per_step_epsilon(eps_t, delta_t, k), count=k)
         assert led.epsilon(delta_t, "kov") <= eps_t
     assert PrivacyLedger().epsilon(1e-6, "rdp") == 0.0
+
+
+# ------------------------------------------------------------------ regressions: extreme eps, method selection
+
+
+@pytest.mark.parametrize("eps", [700.0, 710.0, 1e4])
+def test_amplification_extreme_epsilon_is_finite_and_exact_in_log_space(eps):
+    # log(1 - q + q e^eps) = eps + log q + log1p((1 - q) e^-eps / q); no OverflowError past eps ~ 709
+    q = 0.01
+    amp, d = acc.amplify_by_subsampling(eps, 1e-6, q)
+    assert math.isfinite(amp)
+    assert amp == pytest.approx(eps + math.log(q) + math.log1p((1 - q) * math.exp(-eps) / q), rel=1e-14)
+    assert d == pytest.approx(1e-8, rel=1e-15)
+
+
+def test_amplification_is_continuous_across_the_small_eps_branch():
+    lo = acc.amplify_by_subsampling(1.0 - 1e-12, 0.0, 0.3)[0]
+    hi = acc.amplify_by_subsampling(1.0, 0.0, 0.3)[0]
+    assert hi == pytest.approx(math.log(0.7 + 0.3 * math.e), rel=1e-13)
+    assert abs(hi - lo) < 1e-11
+
+
+def test_ledger_with_huge_pure_epsilon_certifies_without_overflow():
+    led = PrivacyLedger()
+    led.record_pure(800.0, count=3)
+    eps = led.epsilons(1e-6)
+    assert eps["basic"] == 2400.0
+    assert eps["advanced"] == math.inf  # DRV term e^eps - 1 overflows: vacuous, reported as +inf
+    assert led.epsilon(1e-6) <= 2400.0
+
+
+def test_ledger_epsilon_computes_only_the_requested_method():
+    led = PrivacyLedger()
+    led.record_pure(0.01, count=1000)
+    only = led.epsilons(1e-6, methods=("advanced",))
+    assert set(only) == {"advanced"}
+    assert led.epsilon(1e-6, method="advanced") == only["advanced"]
+    assert led.epsilon(1e-6, method="kov") == led.epsilons(1e-6)["kov"]
+    with pytest.raises(ValueError, match="methods"):
+        led.epsilons(1e-6, methods=("nope",))

@@ -78,4 +78,8 @@ def amplify_by_subsampling(epsilon: float, delta: float, sampling_rate: float) -
     epsilon = check_positive(epsilon, "epsilon", allow_zero=True)
     delta = check_delta(delta)
     q = check_probability(sampling_rate, "sampling_rate")
-    return float(math.log1p(q * math.expm1(epsilon))), q * delta
+    if epsilon < 1.0:  # log1p keeps full relative accuracy for small eps
+        return float(math.log1p(q * math.expm1(epsilon))), q * delta
+    # log((1 - q) + q e^eps) in log space: no overflow for eps beyond ~709
+    log_q = math.log(q) if q > 0 else -math.inf
+    return float(np.logaddexp(math.log1p(-q) if q < 1 else -math.inf, log_q + epsilon)), q * delta
