@@ -360,17 +360,12 @@ def run_poly_sfw(
     sens = poly_sfw_sensitivities(T, m, eta, problem.L0, problem.L1, D)
     scales = (2.0 / eps0) * noise_mult * sens
 
-    # Noise for a block of steps at once: lambda_t * Lap(1) is exactly Lap(lambda_t).
+    # Noise for a block of steps at once: lambda_t * Lap(1) is exactly Lap(lambda_t). Each block is scaled by its
+    # steps' lambda_t in one vectorized product (the same float64 products as scaling row by row), and the
+    # noisy scores of a step are formed in a reused buffer (addition commutes exactly in float64).
     block = max(1, min(T + 1, _NOISE_BLOCK_ENTRIES // n_vertices))
     noise = np.empty((0, n_vertices))
-
-    def noisy_argmin(t: int, g: np.ndarray) -> int:
-        nonlocal noise
-        r = t % block
-        if r == 0:
-            noise = rng.laplace(0.0, 1.0, size=(min(block, T + 1 - t), n_vertices))
-        z = scores_of(g) + scales[t] * noise[r]
-        return int(np.argmin(z))
+    buf = np.empty(n_vertices)
 
     selected = np.empty(T + 1, dtype=np.int64)
     checkpoints = set(np.unique(np.round(np.geomspace(1, T + 1, num=40)).astype(int)).tolist()) if trace else set()
@@ -379,7 +374,9 @@ def run_poly_sfw(
 
     x_prev = np.asarray(fset.center(), dtype=np.float64).copy()
     grad = problem.mean_grad(x_prev, data[:m])
-    j = noisy_argmin(0, grad)
+    noise = rng.laplace(0.0, 1.0, size=(min(block, T + 1), n_vertices))
+    noise *= scales[: noise.shape[0], None]
+    j = int(np.argmin(np.add(noise[0], scores_of(grad), out=buf)))
     selected[0] = j
     x = x_prev.copy()
     move(x, j, eta)
@@ -387,15 +384,22 @@ def run_poly_sfw(
     # The records were validated above and the iterates are feasible by construction, so the per-step
     # oracle skips re-validation (problem._grad is the vectorized per-record gradient of the family).
     per_record_grad = problem._grad
+    keep = 1.0 - eta
+    argmin = np.argmin
+    add = np.add
     for t in range(1, T + 1):
-        rec = updates[t - 1]
+        r = t % block
+        if r == 0:
+            noise = rng.laplace(0.0, 1.0, size=(min(block, T + 1 - t), n_vertices))
+            noise *= scales[t: t + noise.shape[0], None]
+        rec = updates[t - 1: t]
         g_new = per_record_grad(x, rec)[0]
         g_old = per_record_grad(x_prev, rec)[0]
         # nabla_t = (1 - eta)(nabla_{t-1} + g_new - g_old) + eta g_new
         grad += g_new - g_old
-        grad *= 1.0 - eta
+        grad *= keep
         grad += eta * g_new
-        j = noisy_argmin(t, grad)
+        j = int(argmin(add(noise[r], scores_of(grad), out=buf)))
         selected[t] = j
         x_prev[:] = x
         move(x, j, eta)

@@ -48,6 +48,7 @@ from dpsco_lib.algorithms._result import Result
 from dpsco_lib.geometry.mirror import _entropic_step_with_weights, _pnorm_step_unchecked
 from dpsco_lib.geometry.norms import check_exponent, dual_exponent
 from dpsco_lib.geometry.sets import FeasibleSet, LpBall, Polytope, Simplex
+from dpsco_lib.problems.base import Problem
 
 __all__ = ["SMDParams", "run_smd", "smd_theory_params"]
 
@@ -249,6 +250,13 @@ def run_smd(
         state = X.center().astype(np.float64)
 
     radius = getattr(X, "radius", None)
+    # A library Problem: check the dataset once (type and width, what problem.grad checks on every call), then
+    # use the unvalidated per-record oracle in the loop; the iterates are finite points of X by construction.
+    if isinstance(problem, Problem) and type(problem).grad is Problem.grad:
+        data = problem._data(data)
+        per_record_grad = problem._grad
+    else:
+        per_record_grad = problem.grad
     total = np.zeros(d)
     suffix_total = np.zeros(d)
     t_suffix = (T + 1) // 2  # 1-based index where the suffix average starts: x_{ceil(T/2)}
@@ -259,8 +267,7 @@ def run_smd(
         total += x
         if t + 1 >= t_suffix:
             suffix_total += x
-        g = problem.grad(x, data[t : t + 1])
-        g = np.asarray(g, dtype=np.float64)
+        g = np.asarray(per_record_grad(x, data[t : t + 1]), dtype=np.float64)
         if t == 0 and (g.shape != (1, d) or not np.all(np.isfinite(g))):
             raise ValueError(f"problem.grad must return a finite (1, {d}) array for one record, got shape {g.shape}")
         g = g[0]
