@@ -1,0 +1,877 @@
+r"""Algorithms 2 and 3 of [GGP24]: the bias-reduced vertex-sampling gradient oracle and private SMD with
+bias-reduced sampling and a random stopping time (Spec A2, A3; seed 001, Section 3.2).
+
+Setting: the l1 setting of Spec A1, min_{x in Delta_dx} max_{y in Delta_dy} F(x, y) = E_z f(x, y; z),
+||grad_x f||_inf, ||grad_y f||_inf <= L0, L1-smooth w.r.t. ||.||_1, and (for the bias bound) second-order smooth
+with constant L2.
+
+Algorithm 2 (bias-reduced gradient oracle, Spec A2, after Blanchet-Glynn [BG15]).  Levels are truncated
+geometric, P(N = k) = p_k = 2^{-k}/Z for k = 0..N_max, Z = 2 - 2^{-N_max}.  At (x, y) with a data batch S:
+draw N, then m = 2^{N+1} K i.i.d. vertices i_1..i_m of Cat(x) (and, independently, of Cat(y)), all in *one*
+vectorized call; with bar(J) the average of the vertices indexed by J and g(J) = grad f_S(bar(J)) (the x- and
+y-points built from the same index positions J),
+
+    G = g(first K) + [ g(all m) - (g(O) + g(E))/2 ] / p_N,    O = odd positions i_1, i_3, ...,  E = even ones.
+
+Given N, O and E are i.i.d. Maurey estimates with 2^N K vertices and "all" one with 2^{N+1} K, so with
+b(k) := E grad f_S(x~_k) (x~_k a k-vertex Maurey estimate),
+
+    E G = b(K) + sum_{N=0}^{N_max} p_N [b(2^{N+1} K) - b(2^N K)]/p_N = b(2^{N_max+1} K)     (telescoping),
+
+i.e. Algorithm 2 has exactly the bias of plain sampling with 2^{N_max+1} K vertices, 2 L2/(2^{N_max+1} K) in
+l_inf for second-order-smooth f (Cor 2.4; Lemma 3.15), while it draws only E m = 2 K (N_max+1)/Z ~ K (N_max+1)
+vertices on average.  Its second moment grows at most linearly in N_max (Lemma 3.15; see
+:func:`alg3_theory_params` for the explicit bound used).
+
+Algorithm 3 (Spec A3).  Algorithm 1 (:mod:`~dpsco_lib.algorithms.private_smd_saddle`) with the gradient of
+step t from Algorithm 2 on a fresh disjoint batch S_t whose size depends on the level drawn:
+B_t = B_N := ceil(B w_N/w_0) with w_N = 1 + 2/p_N.  In each step one also draws ``n_out`` vertices of x_t and of
+y_t (Line 8 of the paper's Algorithm 3); the output is the average over the executed steps of these output
+estimates.  The loop is a ``while`` loop with a *random stopping time*: before step t runs, its level N_t is
+drawn (independently of the data); the step is executed only if its B_{N_t} records are still available and the
+fully adaptive composition filter (WRRW23, :class:`~dpsco_lib.privacy.accounting.AdvancedCompositionFilter`,
+seed 001 Thm 3.5) admits all of its 2 (2^{N_t+1} K + n_out) vertex draws; otherwise the run stops.
+
+Privacy (Prop 3.17, derived here for the replace-one relation).  Unrolling the entropic steps,
+log x_t(i) = u_i - logsumexp(u) with u_i = -eta sum_{s<t} G^x_s(i), so every vertex draw of step t is an
+exponential mechanism with score u given the released past (the past draws fix every point at which gradients
+were taken; the levels are data-independent).  Replacing one record changes one batch S_s, hence only G_s; each
+of the four batch-mean gradients in G_s moves by at most 2 L0/B_s in l_inf, so
+||Delta G_s||_inf <= (2 L0/B_s)(1 + 1/p_N + 1/(2 p_N) + 1/(2 p_N)) = 2 L0 w_N/B_s.  The batch rule makes
+w_N/B_N <= w_0/B for every level, so the score has sensitivity Delta <= 2 eta L0 max_N(w_N/B_N) and each draw is
+eps_draw = 2 Delta = 4 eta L0 max_N(w_N/B_N) <= 4 eta L0 w_0/B -DP (the factor 2 of the exponential mechanism is
+included, as in Alg 1).  The number of draws per step is random but predictable (the level is drawn before the
+step runs and does not depend on the data), which is exactly the situation of fully adaptive composition: the
+filter stops the run before sqrt(2 log(1/delta) sum eps_m^2) + sum eps_m^2/2 would exceed epsilon, and then the
+whole run is (epsilon, delta)-DP.  Because the level sequence is independent of the data, conditioning on it
+makes the run an ordinary (non-adaptive-budget) composition of D pure eps_draw-DP draws, D the realized number
+of draws; the ledger records exactly those D draws and ``ledger.epsilon(delta)`` re-certifies the run (KOV15 is
+optimal for D homogeneous draws, and the filter never admits more draws than the fixed-k bound of its own
+spend function, itself a valid fixed-k bound).
+
+Indexing.  Spec A2 (and this module) draw 2^{N+1} K vertices at level N = 0..N_max; drawing 2^N vertices at
+levels N = 1..N_max+1 (K = 1) is the same estimator with the level shifted by one.
+
+Code sharing.  :func:`dpsco_lib.algorithms.sparse.bias_reduced_gradient` (Spec Z3) applies the same multilevel
+idea to *data* batches (levels from :func:`~dpsco_lib.algorithms.sparse.level_probabilities`, whose N_max is
+tied to n, and Laplace-privatized sparse means); here the levels index *vertex-sample* sizes with a free N_max
+and the noise is the exponential mechanism, so the two share no code beyond the idea; this module is
+independent.
+
+The library works in the idealized real-arithmetic model (float64 iterates, float64 probabilities and a
+non-cryptographic RNG).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from dpsco_lib._validation import (
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_positive,
+    check_rng,
+)
+from dpsco_lib.algorithms._result import Result
+from dpsco_lib.algorithms.private_smd_saddle import _check_problem_data, _dims
+from dpsco_lib.geometry.mirror import _entropic_step_unchecked
+from dpsco_lib.geometry.sparsify import maurey_probabilities
+from dpsco_lib.privacy.accounting import AdvancedCompositionFilter, PrivacyLedger
+from dpsco_lib.privacy.mechanisms import sample_categorical_log
+from dpsco_lib.problems.base import SaddleProblem
+from dpsco_lib.problems.dataset import Dataset
+
+__all__ = [
+    "Alg3Params",
+    "BiasReducedGradient",
+    "alg3_batch_sizes",
+    "alg3_draw_epsilon",
+    "alg3_theory_params",
+    "bias_reduced_estimate",
+    "bias_reduced_exact_mean",
+    "bias_reduced_gradient",
+    "estimate_oracle_second_moment",
+    "filter_per_draw_budget",
+    "run_bias_reduced_smd_saddle",
+    "run_bias_reduced_smd_saddle_many",
+    "truncated_geometric_probabilities",
+]
+
+_MAX_LEVEL = 30  # 2^31 K vertices at the top level: far beyond any useful N_max
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Algorithm 2: the bias-reduced oracle
+# ---------------------------------------------------------------------------------------------------------
+def truncated_geometric_probabilities(N_max: int) -> np.ndarray:
+    r"""p_k = 2^{-k}/Z, k = 0..N_max, Z = sum_k 2^{-k} = 2 - 2^{-N_max} (TruncGeom(N_max), Spec A2)."""
+    N_max = check_int(N_max, "N_max", lo=0, hi=_MAX_LEVEL)
+    w = 2.0 ** -np.arange(N_max + 1)
+    return w / w.sum()
+
+
+def _draw_levels(p: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
+    """i.i.d. levels by inversion of the cumulative law (one uniform each)."""
+    cdf = np.cumsum(p)
+    cdf /= cdf[-1]
+    return np.minimum(np.searchsorted(cdf, rng.random(size), side="right"), p.size - 1)
+
+
+def _multilevel_points(idx: np.ndarray, K: int, dm: int) -> np.ndarray:
+    """For vertex draws idx (R, m): the averages (R, 4, dm) over [first K, all m, odd positions, even positions]."""
+    R = idx.shape[0]
+    off = (dm * np.arange(R))[:, None]
+    out = np.empty((R, 4, dm))
+    for j, sub in enumerate((idx[:, :K], idx, idx[:, 0::2], idx[:, 1::2])):
+        out[:, j] = np.bincount((sub + off).ravel(), minlength=R * dm).reshape(R, dm) / sub.shape[1]
+    return out
+
+
+def _combine(g: np.ndarray, p_level: np.ndarray | float) -> np.ndarray:
+    """G = g(first K) + [g(all) - (g(O) + g(E))/2]/p_N along axis -2 (of length 4)."""
+    p = np.asarray(p_level, dtype=np.float64)
+    corr = g[..., 1, :] - 0.5 * (g[..., 2, :] + g[..., 3, :])
+    return g[..., 0, :] + corr / p[..., None]
+
+
+@dataclass(frozen=True)
+class BiasReducedGradient:
+    """One draw of the Algorithm 2 oracle at (x, y) (Spec A2).
+
+    Attributes
+    ----------
+    gx, gy : ndarray (dx,), (dy,)
+        The bias-reduced estimates of grad_x F_S(x, y) and grad_y F_S(x, y).
+    level : int
+        The level N drawn (or forced).
+    p_level : float
+        P(N = level) = 2^{-N}/Z.
+    n_draws : int
+        Vertex draws per player for the gradient, 2^{N+1} K (plus ``n_out`` output draws if requested).
+    out_x, out_y : ndarray or None
+        Averages of the ``n_out`` extra output draws (Line 8 of Algorithm 3), or None when ``n_out = 0``.
+    """
+
+    gx: np.ndarray
+    gy: np.ndarray
+    level: int
+    p_level: float
+    n_draws: int
+    out_x: np.ndarray | None = None
+    out_y: np.ndarray | None = None
+
+
+def _saddle_oracle(problem: SaddleProblem, batch: Dataset, log_state: np.ndarray, K: int, level: int,
+                   p_level: float, n_out: int, rng: np.random.Generator
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Unchecked core of Algorithm 2 on padded log-states (m, 2, dm) of m replicas of (x, y) at one level:
+    returns Gx (m, dx), Gy (m, dy), the draws (m, 2, 2^{N+1} K + n_out) and the output averages (m, 2, dm)
+    (zeros if n_out = 0).  All 2 m (2^{N+1} K + n_out) vertex draws are one call."""
+    dx, dy = problem.dx, problem.dy
+    m_rep, _, dm = log_state.shape
+    m = (2 ** (level + 1)) * K
+    idx = np.asarray(sample_categorical_log(log_state.reshape(2 * m_rep, dm), rng=rng, size=m + n_out))
+    pts = _multilevel_points(idx[:, :m], K, dm).reshape(m_rep, 2, 4, dm)
+    X = pts[:, 0, :, :dx].reshape(4 * m_rep, dx)
+    Y = pts[:, 1, :, :dy].reshape(4 * m_rep, dy)
+    gx = problem.grad_x(X, Y, batch).mean(axis=1).reshape(m_rep, 4, dx)
+    gy = problem.grad_y(X, Y, batch).mean(axis=1).reshape(m_rep, 4, dy)
+    Gx = _combine(gx, p_level)
+    Gy = _combine(gy, p_level)
+    if n_out > 0:
+        R = 2 * m_rep
+        off = (dm * np.arange(R))[:, None]
+        out = np.bincount((idx[:, m:] + off).ravel(), minlength=R * dm).reshape(m_rep, 2, dm) / n_out
+    else:
+        out = np.zeros((m_rep, 2, dm))
+    return Gx, Gy, idx.reshape(m_rep, 2, m + n_out), out
+
+
+def _padded_log_state(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    dm = max(x.size, y.size)
+    ls = np.full((2, dm), -np.inf)
+    with np.errstate(divide="ignore"):
+        ls[0, : x.size] = np.log(x)
+        ls[1, : y.size] = np.log(y)
+    return ls
+
+
+def bias_reduced_gradient(
+    problem: SaddleProblem,
+    batch: Dataset,
+    x: Any,
+    y: Any,
+    *,
+    K: int,
+    N_max: int,
+    rng: np.random.Generator,
+    level: int | None = None,
+    n_out: int = 0,
+) -> BiasReducedGradient:
+    r"""Algorithm 2 of [GGP24]: one bias-reduced estimate of (grad_x F_S, grad_y F_S) at (x, y) (Spec A2).
+
+    Draw N ~ TruncGeom(N_max) (:func:`truncated_geometric_probabilities`), m = 2^{N+1} K vertices of Cat(x) and of
+    Cat(y) in one vectorized call, and return
+
+    .. math:: G = g(\text{first } K) + \big[g(\text{all}) - \tfrac12 (g(O) + g(E))\big]/p_N
+
+    where g(J) is the batch-mean gradient of ``batch`` at the Maurey averages of the draws at positions J and
+    O, E are the odd and even positions.  E G = E grad f_S(x~_{2^{N_max+1} K}, y~_{2^{N_max+1} K}) exactly
+    (telescoping; module docstring).
+
+    Parameters
+    ----------
+    problem : SaddleProblem
+    batch : Dataset
+        The records the gradient averages over (validated against the problem's bounds).
+    x, y : array
+        Points of the two simplices (non-negative, summing to 1).
+    K : int
+        Base number of vertices (>= 1).
+    N_max : int
+        Largest level (0 <= N_max <= 30).
+    rng : numpy.random.Generator
+    level : int, optional
+        Force N (for tests and conditional studies); the estimate is then the conditional one given N.
+    n_out : int
+        Extra vertex draws per player returned as ``out_x``, ``out_y`` (Line 8 of Algorithm 3).
+    """
+    rng = check_rng(rng)
+    if not isinstance(problem, SaddleProblem):
+        raise ValueError(f"problem must be a SaddleProblem, got {type(problem).__name__}")
+    if not isinstance(batch, Dataset):
+        raise ValueError(f"batch must be a dpsco_lib.problems.Dataset, got {type(batch).__name__}")
+    batch = problem.validate_data(batch)
+    K = check_int(K, "K", lo=1)
+    p = truncated_geometric_probabilities(N_max)
+    n_out = check_int(n_out, "n_out", lo=0)
+    px = maurey_probabilities(np.asarray(x, dtype=np.float64))
+    py = maurey_probabilities(np.asarray(y, dtype=np.float64))
+    if px.size != problem.dx or py.size != problem.dy:
+        raise ValueError(f"x and y must have sizes ({problem.dx}, {problem.dy}), got ({px.size}, {py.size})")
+    N = int(_draw_levels(p, rng, 1)[0]) if level is None else check_int(level, "level", lo=0, hi=p.size - 1)
+    Gx, Gy, _, out = _saddle_oracle(problem, batch, _padded_log_state(px, py)[None], K, N, float(p[N]), n_out, rng)
+    ox = out[0, 0, : problem.dx] if n_out else None
+    oy = out[0, 1, : problem.dy] if n_out else None
+    return BiasReducedGradient(gx=Gx[0], gy=Gy[0], level=N, p_level=float(p[N]), n_draws=(2 ** (N + 1)) * K + n_out,
+                               out_x=ox, out_y=oy)
+
+
+def bias_reduced_estimate(
+    grad_fn: Callable[[np.ndarray], np.ndarray],
+    x: Any,
+    *,
+    K: int,
+    N_max: int,
+    rng: np.random.Generator,
+    size: int,
+    level: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""``size`` independent Algorithm 2 estimates of grad_fn(x) for a function on one simplex (Spec A2).
+
+    The single-player form of :func:`bias_reduced_gradient` used to study the oracle (notebook 10):
+    ``grad_fn`` maps points (r, d) to gradients (r, k) (e.g.
+    :meth:`~dpsco_lib.problems.maurey_functions.SmoothTestFunction.grad`).  Repetitions that share a level are
+    drawn together, one vectorized vertex-sampling call per level.
+
+    Returns
+    -------
+    (estimates (size, k), levels (size,))
+    """
+    rng = check_rng(rng)
+    K = check_int(K, "K", lo=1)
+    p = truncated_geometric_probabilities(N_max)
+    size = check_int(size, "size", lo=1)
+    px = maurey_probabilities(np.asarray(x, dtype=np.float64))
+    d = px.size
+    if level is None:
+        levels = _draw_levels(p, rng, size)
+    else:
+        levels = np.full(size, check_int(level, "level", lo=0, hi=p.size - 1))
+    with np.errstate(divide="ignore"):
+        logx = np.log(px)
+    out: np.ndarray | None = None
+    for N in np.unique(levels):
+        rows = np.flatnonzero(levels == N)
+        m = (2 ** (int(N) + 1)) * K
+        idx = np.asarray(sample_categorical_log(logx, rng=rng, size=rows.size * m)).reshape(rows.size, m)
+        pts = _multilevel_points(idx, K, d)  # (r, 4, d)
+        g = np.asarray(grad_fn(pts.reshape(-1, d)), dtype=np.float64).reshape(rows.size, 4, -1)
+        est = _combine(g, p[N])
+        if out is None:
+            out = np.empty((size, est.shape[1]))
+        out[rows] = est
+    return out, levels  # type: ignore[return-value]
+
+
+def bias_reduced_exact_mean(grad_fn: Callable[[np.ndarray], np.ndarray], x: Any, *, K: int, N_max: int,
+                            chunk: int = 200_000) -> dict[str, Any]:
+    r"""Exact E G of Algorithm 2 for small d, from the exact multinomial laws (Spec A2, Lemma 3.15).
+
+    With b(k) = E grad_fn(x~_k) computed by :func:`~dpsco_lib.problems.maurey_functions.maurey_exact_mean` for
+    k = K, 2K, ..., 2^{N_max+1} K, the law of total expectation over the level gives
+    E G = b(K) + sum_N p_N [b(2^{N+1} K) - b(2^N K)]/p_N (evaluated term by term, *not* simplified), which
+    telescopes to b(2^{N_max+1} K).  Returns ``{"mean": E G, "b": {k: b(k)}, "p": p}``.
+    """
+    from dpsco_lib.problems.maurey_functions import maurey_exact_mean
+
+    K = check_int(K, "K", lo=1)
+    p = truncated_geometric_probabilities(N_max)
+    b = {K * 2**j: np.atleast_1d(np.asarray(maurey_exact_mean(grad_fn, x, K * 2**j, chunk=chunk)))
+         for j in range(p.size + 1)}
+    mean = b[K].copy()
+    for N in range(p.size):
+        mean = mean + p[N] * (b[K * 2 ** (N + 1)] - b[K * 2**N]) / p[N]
+    return {"mean": mean, "b": b, "p": p}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Algorithm 3: parameters
+# ---------------------------------------------------------------------------------------------------------
+def alg3_batch_sizes(B: int, N_max: int) -> np.ndarray:
+    """B_N = ceil(B w_N/w_0), w_N = 1 + 2/p_N (int64, length N_max + 1; B_0 = B).  Guarantees w_N/B_N <= w_0/B."""
+    B = check_int(B, "B", lo=1)
+    p = truncated_geometric_probabilities(N_max)
+    w = 1.0 + 2.0 / p
+    bn = np.ceil(B * w / w[0]).astype(np.int64)
+    bn[0] = B
+    # guard the float ceil: enforce B_N w_0 >= B w_N in float64 as well
+    bn = np.where(bn * w[0] < B * w, bn + 1, bn)
+    return bn
+
+
+def alg3_draw_epsilon(eta: float, B: int, L0: float, N_max: int) -> float:
+    """Per-draw epsilon of Algorithm 3: 4 eta L0 max_N(w_N/B_N) (<= 4 eta L0 w_0/B; Prop 3.17, module docstring)."""
+    eta = check_positive(eta, "eta")
+    L0 = check_positive(L0, "L0")
+    p = truncated_geometric_probabilities(N_max)
+    bn = alg3_batch_sizes(B, N_max)
+    return float(4.0 * eta * L0 * np.max((1.0 + 2.0 / p) / bn))
+
+
+def filter_per_draw_budget(epsilon: float, delta: float, n_draws: int) -> float:
+    r"""Largest eps0 (rounded down) with which the WRRW23 filter admits ``n_draws`` eps0-DP draws at (eps, delta).
+
+    The filter admits k draws iff sqrt(2 log(1/delta) k eps0^2) + k eps0^2/2 <= epsilon, i.e.
+    k eps0^2 <= s* = (sqrt(2 log(1/delta) + 2 epsilon) - sqrt(2 log(1/delta)))^2, so eps0 = sqrt(s*/k)
+    (then decreased until the filter's test with k eps0^2 -- the expression of
+    :func:`~dpsco_lib.privacy.accounting.max_composition_steps` with ``method="filter"`` -- admits k).
+    """
+    return _filter_budget(check_epsilon(epsilon), check_delta(delta, allow_zero=False),
+                          check_int(n_draws, "n_draws", lo=1))
+
+
+@lru_cache(maxsize=65536)
+def _filter_budget(eps: float, dl: float, k: int) -> float:
+    a = 2.0 * math.log(1.0 / dl)
+    s = (math.sqrt(a + 2.0 * eps) - math.sqrt(a)) ** 2
+    e0 = math.sqrt(s / k) * (1.0 - 1e-12)
+    while not _filter_admits(e0, eps, dl, k):  # pragma: no cover - float safety
+        e0 *= 1.0 - 1e-9
+    return e0
+
+
+def _filter_admits(e0: float, eps: float, dl: float, k: int) -> bool:
+    """The filter's admission test for k draws of e0 (the expression of ``max_composition_steps(.., "filter")``)."""
+    s2 = k * e0**2
+    return math.sqrt(2 * math.log(1 / dl) * s2) + 0.5 * s2 <= eps
+
+
+@dataclass(frozen=True)
+class Alg3Params:
+    """Hyperparameters of Algorithm 3 and the terms of the bound they minimize (Spec A3, Thm 3.14).
+
+    Attributes
+    ----------
+    K, N_max, B, n_out : int
+        Base vertices, largest level, base batch size (level-0 batch), output draws per player per step.
+    eta : float
+        Step size.
+    eta_cap : float
+        Design cap eps0 B/(4 L0 w_0): the step at which the filter is expected to bind when the data run out.
+    eps0 : float
+        Design per-draw budget: the filter admits ``n_draws_design`` draws of eps0.
+    eps_draw : float
+        4 eta L0 max_N(w_N/B_N), the per-draw epsilon actually charged (<= eps0 iff eta <= eta_cap).
+    batch_sizes : tuple of int
+        B_N per level.
+    level_probs : tuple of float
+        p_N.
+    expected_batch, expected_draws : float
+        E B_N and E[2 (2^{N+1} K + n_out)] (draws of both players per step).
+    T_expected : float
+        n/E B_N, the expected number of steps before the data run out.
+    n_draws_design : int
+        round(T_expected * expected_draws).
+    log_d : float
+        l = log dx + log dy.
+    second_moment : float
+        The value of E||G||_inf^2 used for eta (the bound below unless an instance value was given).
+    second_moment_bound : float
+        M2 = 2 L0^2 + 24 Z L1^2 (log d_max + log(2)/2)(N_max + 1)/K, the worst-case bound of Lemma 3.15's form.
+    smd_term, bias_term, stat_term, bound : float
+        l/(eta T) + eta M2, 4 * 2 L2/(2^{N_max+1} K), L0 sqrt(l/n) and their sum.
+    rate : float
+        log(d_max) (1/sqrt n + 1/sqrt(n eps)), the rate of Thm 3.14 without constants.
+    """
+
+    K: int
+    N_max: int
+    B: int
+    n_out: int
+    eta: float
+    eta_cap: float
+    eps0: float
+    eps_draw: float
+    batch_sizes: tuple[int, ...]
+    level_probs: tuple[float, ...]
+    expected_batch: float
+    expected_draws: float
+    T_expected: float
+    n_draws_design: int
+    log_d: float
+    second_moment: float
+    second_moment_bound: float
+    smd_term: float
+    bias_term: float
+    stat_term: float
+    bound: float
+    rate: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _design(n: int, B: int, K: int, N_max: int, n_out: int, eps: float, dl: float, L0: float, log_d: float,
+            M2: float, eta: float | None) -> dict[str, Any]:
+    p = truncated_geometric_probabilities(N_max)
+    bn = alg3_batch_sizes(B, N_max)
+    w0 = 1.0 + 2.0 / p[0]
+    eb = float(p @ bn)
+    ed = float(2.0 * (K * (p @ (2.0 ** (np.arange(p.size) + 1))) + n_out))
+    T_e = n / eb
+    D = max(1, round(T_e * ed))
+    eps0 = filter_per_draw_budget(eps, dl, D)
+    # the cap uses max_N(w_N/B_N) (= w_0/B up to the ceil) so that eta = eta_cap gives eps_draw = eps0 exactly
+    ratio = float(np.max((1.0 + 2.0 / p) / bn))
+    cap = eps0 / (4.0 * L0 * ratio)
+    stat = math.sqrt(log_d / (max(T_e, 1e-300) * M2))
+    e = min(cap, stat) if eta is None else eta
+    smd = log_d / (e * T_e) + e * M2 if T_e >= 1 else math.inf
+    return {"p": p, "bn": bn, "eb": eb, "ed": ed, "T_e": T_e, "D": D, "eps0": eps0, "cap": cap, "eta": e,
+            "smd": smd, "w0": w0}
+
+
+def alg3_theory_params(
+    n: int,
+    d: int | tuple[int, int],
+    epsilon: float,
+    delta: float,
+    L0: float,
+    L1: float,
+    L2: float,
+    *,
+    K: int | None = None,
+    N_max: int | None = None,
+    B: int | None = None,
+    eta: float | None = None,
+    n_out: int = 1,
+    second_moment: float | None = None,
+) -> Alg3Params:
+    r"""K, N_max, B, eta of Algorithm 3 for the rate of Thm 3.14 [GGP24] (Spec A3, Prop 3.17).
+
+    Derivation (constants made explicit where the seed lost them).  Let l = log dx + log dy, d = max(dx, dy),
+    Z = 2 - 2^{-N_max}, w_N = 1 + 2/p_N.
+
+    1. Oracle (Lemma 3.15).  Bias: E G = E grad f(x~_{2^{N_max+1} K}), so by Cor 2.4 the bias is at most
+       2 L2/(2^{N_max+1} K) in l_inf.  Second moment: with c = g(all) - (g(O) + g(E))/2 one has
+       ||c||_inf <= (||g(all) - g(O)|| + ||g(all) - g(E)||)/2, and a k-vertex estimate satisfies
+       E||grad f(x~_k) - grad f(x)||_inf^2 <= C_k = 4 L1^2 (log d + log(2)/2)/k (bounded differences 2 L1/k per
+       vertex, McDiarmid, as in :func:`~dpsco_lib.problems.maurey_functions.second_moment_bound`; the O(1/k^2)
+       bias is neglected).  Hence E||c||^2 <= 3 C_{2^N K} and
+       E||G||^2 <= 2 L0^2 + 2 sum_N 3 C_{2^N K}/p_N = 2 L0^2 + 24 Z L1^2 (log d + log(2)/2)(N_max + 1)/K =: M2,
+       linear in N_max: the price of the bias reduction is a log factor.
+    2. Cost.  A step at level N uses B_N ~ B w_N/w_0 records and 2 (2^{N+1} K + n_out) vertex draws, so
+       E B_N ~ B (1 + 2(N_max+1))/w_0 and E draws = 2 (2 K (N_max+1)/Z + n_out): the data run out after about
+       T = n/E B_N steps, having used D = T E(draws) draws.
+    3. Privacy (Prop 3.17).  Each draw is eps_draw = 4 eta L0 max_N(w_N/B_N)-DP; the filter admits D draws of
+       eps0 iff D eps0^2 <= s* = (sqrt(2 log(1/delta) + 2 eps) - sqrt(2 log(1/delta)))^2
+       (:func:`filter_per_draw_budget`), so the design cap is eta_cap = eps0/(4 L0 max_N(w_N/B_N)) ~
+       eps0 B/(4 L0 w_0) with eps0 ~ eps/sqrt(2 D log(1/delta)).
+    4. SMD (Lemma 3.8 with the entropy) on the product of simplices with a bias-reduced oracle:
+       E Gap <~ l/(eta T) + eta M2 + 4 * 2 L2/(2^{N_max+1} K) + L0 sqrt(l/n).  The unconstrained best step is
+       eta_stat = sqrt(l/(T M2)); the privacy cap eta_cap ~ B/sqrt(T) ~ n/T^{3/2}; B (hence T) is chosen to
+       minimize l/(eta T) + eta M2 with eta = min(eta_cap, eta_stat) (a geometric grid over B in [1, n], then
+       the neighbours of its best point), which balances the two as in Alg 1 and gives
+       E Gap ~ sqrt(l M2/T*) with T* ~ eps n/(L0 w_0 ... ), i.e. log d (1/sqrt n + 1/sqrt(n eps)) up to polylog
+       factors (N_max and log(1/delta)) -- the rate of Thm 3.14.  Markov's inequality turns the expectation
+       into the constant-probability statement of the theorem (the notebook reports quantiles over seeds).
+    5. Levels and K.  K = 1 (the multilevel correction, not K, removes the bias).  N_max is the largest level
+       <= ceil(log2(n)/2) whose batch B_{N_max} ~ B 2^{N_max} 4/5 is at most n/4 (B re-optimized for each
+       candidate).  At ceil(log2(n)/2) the bias 8 L2/2^{N_max+1} is <= 4 L2/sqrt n, below the statistical
+       term; the paper takes N_max ~ log n, which only adds a log factor to M2 -- but a level whose batch
+       exceeds the remaining data ends the run (random stopping), so levels with batches beyond a quarter of
+       the data would make the stopping time, not the optimization, dominate the gap.  Pass ``N_max`` to
+       use another value.
+
+    Parameters
+    ----------
+    n : int
+    d : int or (dx, dy)
+    epsilon, delta : float
+        Target; delta in (0, 1).
+    L0, L1, L2 : float
+        Constants w.r.t. ||.||_1 (L2 may be 0; it only enters the reported bias term).
+    K, N_max, B, eta : optional
+        Fix some parameters (the others are chosen as above).
+    n_out : int
+        Output vertex draws per player per step (default 1, Line 8 of the paper's Algorithm 3).
+    second_moment : float, optional
+        Replace the worst-case bound M2 of step 1 by an instance value (e.g. from
+        :func:`estimate_oracle_second_moment`, which uses the problem's distribution, not the private data).  The
+        worst-case bound is valid for the whole class but, through its L1^2 log d (N_max + 1) term, typically
+        orders of magnitude above the oracle's actual second moment (~L0^2 on the games of notebook 10), which
+        makes the default step size very conservative.
+    """
+    n = check_int(n, "n", lo=1)
+    dx, dy = _dims(d)
+    eps = check_epsilon(epsilon)
+    dl = check_delta(delta, allow_zero=False)
+    L0 = check_positive(L0, "L0")
+    L1 = check_positive(L1, "L1", allow_zero=True)
+    L2 = check_positive(L2, "L2", allow_zero=True)
+    K = 1 if K is None else check_int(K, "K", lo=1)
+    if N_max is not None:
+        N_max = check_int(N_max, "N_max", lo=0, hi=_MAX_LEVEL)
+    n_out = check_int(n_out, "n_out", lo=0)
+    if eta is not None:
+        eta = check_positive(eta, "eta")
+    if second_moment is not None:
+        second_moment = check_positive(second_moment, "second_moment")
+    if B is not None:
+        B = check_int(B, "B", lo=1, hi=n)
+    log_d = max(math.log(dx) + math.log(dy), 1e-12)
+    dmax = max(dx, dy)
+
+    def m2_bound(nm: int) -> float:
+        Z = 2.0 - 2.0**-nm
+        return 2.0 * L0**2 + 24.0 * Z * L1**2 * (math.log(dmax) + 0.5 * math.log(2.0)) * (nm + 1) / K
+
+    def best_B(nm: int, M2: float) -> int:
+        if B is not None:
+            return B
+
+        def val(b: int) -> float:
+            return _design(n, b, K, nm, n_out, eps, dl, L0, log_d, M2, eta)["smd"]
+
+        grid = sorted({max(1, round(v)) for v in np.geomspace(1, n, 60)})
+        vals = [val(b) for b in grid]
+        i = int(np.argmin(vals))
+        lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+        cand = sorted(set(np.unique(np.geomspace(lo, hi, 24).round().astype(int)).tolist()))
+        return min(cand, key=lambda b: (val(b), b))
+
+    if N_max is None:
+        # largest level <= ceil(log2(n)/2) whose batch fits in a quarter of the data (item 5 of the derivation)
+        for nm in range(max(0, math.ceil(math.log2(n) / 2)), -1, -1):
+            M2 = m2_bound(nm) if second_moment is None else second_moment
+            B_nm = best_B(nm, M2)
+            if nm == 0 or alg3_batch_sizes(B_nm, nm)[-1] <= n / 4:
+                break
+        N_max = nm
+    M2_bound = m2_bound(N_max)
+    M2 = M2_bound if second_moment is None else second_moment
+    B = best_B(N_max, M2)
+    dz = _design(n, B, K, N_max, n_out, eps, dl, L0, log_d, M2, eta)
+    if dz["T_e"] < 1:
+        raise ValueError(f"B = {B} is too large: the expected level-N batch {dz['eb']:.1f} exceeds n = {n}")
+    e = float(dz["eta"])
+    bias = 4.0 * 2.0 * L2 / (2 ** (N_max + 1) * K)
+    stat = L0 * math.sqrt(log_d / n)
+    rate = math.log(max(dmax, 2)) * (1.0 / math.sqrt(n) + 1.0 / math.sqrt(n * eps))
+    return Alg3Params(
+        K=int(K), N_max=int(N_max), B=int(B), n_out=int(n_out), eta=e, eta_cap=float(dz["cap"]),
+        eps0=float(dz["eps0"]), eps_draw=alg3_draw_epsilon(e, B, L0, N_max),
+        batch_sizes=tuple(int(b) for b in dz["bn"]), level_probs=tuple(float(q) for q in dz["p"]),
+        expected_batch=float(dz["eb"]), expected_draws=float(dz["ed"]), T_expected=float(dz["T_e"]),
+        n_draws_design=int(dz["D"]), log_d=float(log_d), second_moment=float(M2),
+        second_moment_bound=float(M2_bound), smd_term=float(dz["smd"]),
+        bias_term=float(bias), stat_term=float(stat), bound=float(dz["smd"] + bias + stat), rate=float(rate),
+    )
+
+
+def estimate_oracle_second_moment(
+    problem: SaddleProblem,
+    *,
+    K: int,
+    N_max: int,
+    B: int,
+    rng: np.random.Generator,
+    n_rep: int = 2000,
+    points: tuple[tuple[Any, Any], ...] | None = None,
+) -> float:
+    """Monte Carlo estimate of max over ``points`` of E max(||G^x||_inf, ||G^y||_inf)^2 for Algorithm 2 (Spec A3).
+
+    Batches of B records are drawn from the problem's *distribution* (:meth:`SaddleProblem.sample`), never from
+    the private data, so using the estimate to set the step size costs no privacy (it is an instance constant,
+    like L0).  Default points: the uniform pair (the start of Algorithm 3) and the exact saddle point.
+    """
+    rng = check_rng(rng)
+    if not isinstance(problem, SaddleProblem):
+        raise ValueError(f"problem must be a SaddleProblem, got {type(problem).__name__}")
+    K = check_int(K, "K", lo=1)
+    B = check_int(B, "B", lo=1)
+    n_rep = check_int(n_rep, "n_rep", lo=1)
+    p = truncated_geometric_probabilities(N_max)
+    if points is None:
+        xs, ys, _ = problem.saddle_point()
+        points = ((np.full(problem.dx, 1.0 / problem.dx), np.full(problem.dy, 1.0 / problem.dy)), (xs, ys))
+    best = 0.0
+    for x, y in points:
+        ls = _padded_log_state(maurey_probabilities(np.asarray(x, dtype=np.float64)),
+                               maurey_probabilities(np.asarray(y, dtype=np.float64)))
+        levels = _draw_levels(p, rng, n_rep)
+        acc = 0.0
+        for N in levels:
+            Gx, Gy, _, _ = _saddle_oracle(problem, problem.sample(B, rng), ls[None], K, int(N), float(p[N]), 0, rng)
+            acc += max(float(np.max(np.abs(Gx))), float(np.max(np.abs(Gy)))) ** 2
+        best = max(best, acc / n_rep)
+    return best
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Algorithm 3: the run
+# ---------------------------------------------------------------------------------------------------------
+def _admit(filt: AdvancedCompositionFilter, eps_draw: float, m: int) -> bool:
+    """Offer m eps_draw-DP draws to the filter, all or nothing; True (and the filter updated) if admitted.
+
+    The filter's state after m equal draws is sum_sq + m eps_draw^2, and its admission test is monotone in the
+    number of draws, so the m draws are admitted iff the m-th one is: a probe copy holding the first m - 1 draws
+    is asked :meth:`~AdvancedCompositionFilter.would_allow` once (O(1) instead of m calls of ``try_spend``).
+    """
+    probe = copy.copy(filt)
+    probe.sum_sq = filt.sum_sq + (m - 1) * eps_draw * eps_draw
+    if not probe.would_allow(eps_draw):
+        return False
+    filt.sum_sq += m * eps_draw * eps_draw
+    filt.n_steps += m
+    return True
+
+
+def run_bias_reduced_smd_saddle(
+    problem: SaddleProblem,
+    data: Dataset,
+    *,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    K: int | None = None,
+    N_max: int | None = None,
+    B: int | None = None,
+    eta: float | None = None,
+    n_out: int = 1,
+    second_moment: float | None = None,
+    max_steps: int | None = None,
+    keep_draws: bool = False,
+) -> Result:
+    r"""Algorithm 3 of [GGP24]: (eps, delta)-DP SMD with bias-reduced vertex sampling and random stopping (Spec A3).
+
+    While the data last and the WRRW23 filter admits the step: draw the level N_t ~ TruncGeom(N_max), take the
+    next B_{N_t} records as the batch S_t, get (G^x_t, G^y_t) from Algorithm 2 at (x_t, y_t) on S_t (2^{N_t+1} K
+    vertices per player) together with ``n_out`` output vertices per player, and take the entropic steps
+    x_{t+1} prop. to x_t exp(-eta G^x_t), y_{t+1} prop. to y_t exp(+eta G^y_t) (log space).  Output the averages
+    over the executed steps of the output estimates.  See the module docstring for the privacy proof and
+    :func:`alg3_theory_params` for the defaults.
+
+    Parameters
+    ----------
+    problem : SaddleProblem
+    data : Dataset
+        n records within the problem's bounds (checked).
+    epsilon, delta : float
+        Target; delta in (0, 1).  Every run is (epsilon, delta)-DP whatever the hyperparameters: the filter
+        charges the per-draw epsilon 4 eta L0 max_N(w_N/B_N) actually spent.
+    rng : numpy.random.Generator
+    K, N_max, B, eta : optional
+        Override the theory parameters.
+    n_out : int
+        Output vertex draws per player per step (>= 1).
+    second_moment : float, optional
+        Instance value of E||G||_inf^2 for the step size (see :func:`alg3_theory_params`); privacy does not depend
+        on it.
+    max_steps : int, optional
+        Hard cap on the number of steps (default: none besides the filter and the data).
+    keep_draws : bool
+        Store every step's vertex draws in ``result.trace["draws"]`` (a list of (2, 2^{N_t+1} K + n_out) int
+        arrays: row 0 for x, row 1 for y; the last ``n_out`` columns are the output draws).
+
+    Returns
+    -------
+    Result
+        x, y: averaged output estimates (uniform points if no step ran); params: the Alg3Params fields; ledger:
+        the realized D exponential-mechanism draws at eps_draw; trace: ``levels``, ``batch_sizes``,
+        ``draws_per_step`` (both players), ``filter_spent`` after each step (and ``draws`` if asked); info: the
+        realized stopping time ``steps``, ``stopped_by`` in {"filter", "data", "max_steps"}, ``records_used``,
+        ``n_draws``, ``refused_draws`` (draws of the step the filter refused, else 0), ``refused_level``
+        (level of the step that was not run, -1 after ``max_steps``), ``certified_epsilon``
+        (the filter's spend, <= epsilon; ``result.ledger.epsilon(delta)``, the optimal KOV15 composition of the D
+        realized draws, is smaller but costs O(D)), ``filter_spent``, ``target_epsilon``, ``delta``.
+    """
+    rng = check_rng(rng)
+    data, prm, eps, dl = _resolve(problem, data, epsilon, delta, K, N_max, B, eta, n_out, second_moment, max_steps,
+                                  keep_draws)
+    core = _run_core(problem, data, prm, eps, dl, rng, 1, max_steps, keep_draws)
+    trace: dict[str, Any] = {k: core[k] for k in ("levels", "batch_sizes", "draws_per_step", "filter_spent")}
+    if keep_draws:
+        trace["draws"] = [d[0] for d in core["draws"]]
+    return Result(x=core["x"][0], y=core["y"][0], trace=trace, params=prm.as_dict(), ledger=core["ledger"],
+                  info=core["info"])
+
+
+def run_bias_reduced_smd_saddle_many(
+    problem: SaddleProblem,
+    data: Dataset,
+    *,
+    n_runs: int,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    K: int | None = None,
+    N_max: int | None = None,
+    B: int | None = None,
+    eta: float | None = None,
+    n_out: int = 1,
+    second_moment: float | None = None,
+    max_steps: int | None = None,
+) -> dict[str, Any]:
+    """``n_runs`` replicas of Algorithm 3 on the same data, vectorized, sharing one level sequence (for audits).
+
+    The levels N_1, N_2, ... are data-independent, so the privacy guarantee holds conditionally on them and an
+    audit may condition on one level sequence: the replicas draw it once and then run independently given it
+    (same batches, same stopping time; independent vertex draws).  With ``N_max = 0`` the level sequence is
+    deterministic and the replicas are exactly i.i.d. runs of :func:`run_bias_reduced_smd_saddle`.
+
+    Returns a dict with ``x`` (n_runs, dx), ``y`` (n_runs, dy), ``draws`` (list over steps of int arrays
+    (n_runs, 2, 2^{N_t+1} K + n_out)), ``levels``, ``batch_sizes``, ``draws_per_step``, ``params``, ``ledger``
+    (shared by every replica) and ``info`` (as in :func:`run_bias_reduced_smd_saddle`).
+    """
+    rng = check_rng(rng)
+    n_runs = check_int(n_runs, "n_runs", lo=1)
+    data, prm, eps, dl = _resolve(problem, data, epsilon, delta, K, N_max, B, eta, n_out, second_moment, max_steps,
+                                  True)
+    core = _run_core(problem, data, prm, eps, dl, rng, n_runs, max_steps, True)
+    core["params"] = prm.as_dict()
+    return core
+
+
+def _resolve(problem: Any, data: Any, epsilon: float, delta: float, K: Any, N_max: Any, B: Any, eta: Any,
+             n_out: Any, second_moment: Any, max_steps: Any, keep_draws: Any
+             ) -> tuple[Dataset, Alg3Params, float, float]:
+    data = _check_problem_data(problem, data)
+    n = data.n
+    eps = check_epsilon(epsilon)
+    dl = check_delta(delta, allow_zero=False)
+    n_out = check_int(n_out, "n_out", lo=1)
+    if max_steps is not None:
+        check_int(max_steps, "max_steps", lo=1)
+    if not isinstance(keep_draws, bool):
+        raise ValueError(f"keep_draws must be a bool, got {keep_draws!r}")
+    if B is not None:
+        B = check_int(B, "B", lo=1)
+        if B > n:
+            raise ValueError(f"B must be <= n = {n} (the level-0 batch), got {B}")
+    prm = alg3_theory_params(n, (problem.dx, problem.dy), eps, dl, problem.L0, problem.L1,
+                             problem.L2 if math.isfinite(problem.L2) else 0.0, K=K, N_max=N_max, B=B, eta=eta,
+                             n_out=n_out, second_moment=second_moment)
+    return data, prm, eps, dl
+
+
+def _run_core(problem: SaddleProblem, data: Dataset, prm: Alg3Params, eps: float, dl: float,
+              rng: np.random.Generator, m: int, max_steps: int | None, keep_draws: bool) -> dict[str, Any]:
+    """The while loop of Algorithm 3 for m replicas sharing the level sequence (m = 1: one run)."""
+    n = data.n
+    K_, eta_, n_out = prm.K, prm.eta, prm.n_out
+    p = np.asarray(prm.level_probs)
+    bn = np.asarray(prm.batch_sizes, dtype=np.int64)
+    eps_draw = prm.eps_draw
+    dx, dy = problem.dx, problem.dy
+    dm = max(dx, dy)
+    log_state = np.full((m, 2, dm), -np.inf)
+    log_state[:, 0, :dx] = -math.log(dx)
+    log_state[:, 1, :dy] = -math.log(dy)
+    G = np.zeros((m, 2, dm))
+    sum_out = np.zeros((m, 2, dm))
+    filt = AdvancedCompositionFilter(eps, dl)
+    levels: list[int] = []
+    sizes: list[int] = []
+    draws_count: list[int] = []
+    spent: list[float] = []
+    draws: list[np.ndarray] = []
+    used = 0
+    stopped_by = "max_steps"
+    refused_draws = 0
+    refused_level = -1
+    while max_steps is None or len(levels) < max_steps:
+        N = int(_draw_levels(p, rng, 1)[0])
+        b = int(bn[N])
+        if used + b > n:
+            stopped_by = "data"
+            refused_level = N
+            break
+        m_t = 2 * ((2 ** (N + 1)) * K_ + n_out)
+        if not _admit(filt, eps_draw, m_t):
+            stopped_by = "filter"
+            refused_draws = m_t
+            refused_level = N
+            break
+        batch = data[used : used + b]
+        used += b
+        Gx, Gy, idx, out = _saddle_oracle(problem, batch, log_state, K_, N, float(p[N]), n_out, rng)
+        sum_out += out
+        G[:, 0, :dx] = Gx
+        G[:, 1, :dy] = -Gy  # ascent in y
+        log_state = _entropic_step_unchecked(log_state, G, eta_)
+        levels.append(N)
+        sizes.append(b)
+        draws_count.append(m_t)
+        spent.append(filt.spent)
+        if keep_draws:
+            draws.append(idx)
+    T = len(levels)
+    if T:
+        x = sum_out[:, 0, :dx] / T
+        y = sum_out[:, 1, :dy] / T
+    else:
+        x, y = np.full((m, dx), 1.0 / dx), np.full((m, dy), 1.0 / dy)
+    D = int(sum(draws_count))
+    led = PrivacyLedger()
+    if D:
+        led.record_exponential(eps_draw, count=D, label="Alg 3 vertex draws (Prop 3.17, realized)")
+    info = {
+        "method": "Algorithm 3 (GGP24), SMD with bias-reduced vertex sampling and random stopping",
+        "steps": T,
+        "stopped_by": stopped_by,
+        "records_used": used,
+        "n_draws": D,
+        "refused_draws": refused_draws,
+        "refused_level": refused_level,
+        "target_epsilon": eps,
+        "delta": dl,
+        "filter_spent": filt.spent,
+        # the filter's spend sqrt(2 log(1/delta) D eps_draw^2) + D eps_draw^2/2 <= epsilon (WRRW23; for the realized
+        # sequence also a fixed-k bound); ledger.epsilon(delta) re-certifies (KOV15, optimal, costs O(D))
+        "certified_epsilon": filt.spent,
+    }
+    return {
+        "x": x, "y": y, "draws": draws, "levels": np.asarray(levels, dtype=np.int64),
+        "batch_sizes": np.asarray(sizes, dtype=np.int64), "draws_per_step": np.asarray(draws_count, dtype=np.int64),
+        "filter_spent": np.asarray(spent), "ledger": led, "info": info,
+    }
