@@ -1,0 +1,199 @@
+"""Tests of the X1/X2 runners built on Algorithm 1 (dpsco_lib.algorithms.applications; Spec X1, X2)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpsco_lib.algorithms.applications import (
+    L1LiftedSaddle,
+    exact_pooled_erm,
+    lift_max_of_losses,
+    query_release_params,
+    run_alg1_query_release,
+    run_group_blind_erm,
+    run_group_robust_alg1,
+    run_nonprivate_query_release,
+)
+from dpsco_lib.algorithms.private_smd_saddle import alg1_per_draw_budget, run_smd_saddle
+from dpsco_lib.privacy.accounting import advanced_composition_epsilon
+from dpsco_lib.problems.applications import LinearQueryGame, MaxOfLosses, linear_query_game_from_sklearn
+from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.problems.games import random_bilinear_game
+
+DELTA = 1e-6
+
+
+@pytest.fixture(scope="module")
+def game() -> LinearQueryGame:
+    return linear_query_game_from_sklearn("breast_cancer", n_attributes=4, way=2)
+
+
+def _big_game(game: LinearQueryGame, n: int, seed: int = 0) -> LinearQueryGame:
+    rec = np.random.default_rng(seed).choice(game.N, size=n, p=game.histogram)
+    return LinearQueryGame(game.Q, rec)
+
+
+@pytest.fixture(scope="module")
+def mol() -> MaxOfLosses:
+    r = np.random.default_rng(5)
+    n, d = 120, 3
+    A = np.clip(r.normal(size=(n, d)) / 2, -1, 1)
+    g = np.repeat(np.arange(3), n // 3)
+    w = np.array([1.5, -1.0, 0.5])
+    b = np.where(r.random(n) < 1 / (1 + np.exp(-(A @ w + (g - 1)))), 1.0, -1.0)
+    return MaxOfLosses(A, b, g, radius=2.0)
+
+
+# ---------------------------------------------------------------------------------------------- X1
+def test_query_release_params_privacy_and_balance() -> None:
+    n, N, m, eps = 20_000, 64, 60, 1.0
+    p = query_release_params(n, N, m, eps, DELTA)
+    assert p.B == n // p.T and p.n_draws == p.K * p.T
+    assert p.eps0 == alg1_per_draw_budget(eps, DELTA, p.K * p.T)
+    assert p.eta <= p.eta_cap * (1 + 1e-12) and p.eta_cap == pytest.approx(p.eps0 * p.B / 2)
+    assert p.eps_draw == pytest.approx(2 * p.eta / p.B)
+    assert advanced_composition_epsilon(p.eps_draw, p.n_draws, DELTA) <= eps * (1 + 1e-12)
+    # balance: the cap still dominates the unconstrained step at T, not at T + 1
+    l = math.log(N) + math.log(2 * m)
+    nxt = alg1_per_draw_budget(eps, DELTA, p.T + 1) * (n // (p.T + 1)) / 2
+    assert p.eta_cap >= math.sqrt(l / p.T) and nxt < math.sqrt(l / (p.T + 1))
+    with pytest.raises(ValueError, match="privacy cap"):
+        query_release_params(n, N, m, eps, DELTA, T=p.T, eta=2 * p.eta_cap)
+
+
+@pytest.mark.parametrize("variant", ["structured", "generic"])
+def test_query_release_certificate_and_output(game: LinearQueryGame, variant: str) -> None:
+    g = _big_game(game, 3000)
+    res = run_alg1_query_release(g, epsilon=1.0, delta=DELTA, rng=np.random.default_rng(0), variant=variant)
+    assert res.info["certified_epsilon"] <= 1.0 * (1 + 1e-12)
+    assert res.ledger.epsilon(DELTA, method="advanced") == pytest.approx(res.info["certified_epsilon"], rel=1e-12)
+    assert np.all(res.x >= 0) and res.x.sum() == pytest.approx(1.0)
+    assert res.info["max_query_error"] == pytest.approx(g.max_query_error(res.x))
+    # max query error = max_y F(x, y) (the game value at x)
+    assert res.info["max_query_error"] == pytest.approx(g.best_response_y(res.x)[1], abs=1e-12)
+
+
+def test_structured_ledger_counts_only_y_draws(game: LinearQueryGame) -> None:
+    g = _big_game(game, 3000)
+    res = run_alg1_query_release(g, epsilon=2.0, delta=DELTA, rng=np.random.default_rng(0), K=3)
+    ev = res.ledger.events
+    assert len(ev) == 1 and ev[0].kind == "exponential"
+    assert ev[0].count == 3 * res.params["T"] and ev[0].epsilon == pytest.approx(2 * res.params["eta"] /
+                                                                                  res.params["B"])
+
+
+def test_query_release_accuracy_improves(game: LinearQueryGame) -> None:
+    g = _big_game(game, 5000, seed=1)
+    errs = {eps: np.median([run_alg1_query_release(g, epsilon=eps, delta=DELTA, rng=np.random.default_rng(s))
+                            .info["max_query_error"] for s in range(3)]) for eps in (0.25, 4.0, 1e3)}
+    assert errs[1e3] < errs[4.0] < errs[0.25]
+    assert errs[1e3] < 0.03  # essentially the non-private SMD error
+    ref = run_nonprivate_query_release(g, rng=np.random.default_rng(0))
+    assert ref.ledger is None and ref.info["max_query_error"] < 0.03
+
+
+def test_nonprivate_matches_generic_smd(game: LinearQueryGame) -> None:
+    """The structured non-private loop is the same iteration as run_smd_saddle on the one-hot records."""
+    g = _big_game(game, 400)
+    a = run_nonprivate_query_release(g, rng=np.random.default_rng(4), T=100)
+    rec = g.records[np.random.default_rng(4).permutation(400)]
+    b = run_smd_saddle(g, Dataset(np.eye(g.N)[rec]), rng=np.random.default_rng(0), T=100)
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(a.y, b.y, rtol=1e-10, atol=1e-13)
+
+
+def test_query_release_determinism_and_synthetic(game: LinearQueryGame) -> None:
+    g = _big_game(game, 2000)
+    a = run_alg1_query_release(g, epsilon=1.0, delta=DELTA, rng=np.random.default_rng(3), synthetic_size=500)
+    b = run_alg1_query_release(g, epsilon=1.0, delta=DELTA, rng=np.random.default_rng(3), synthetic_size=500)
+    assert np.array_equal(a.x, b.x)
+    assert np.array_equal(np.round(a.x * 500), a.x * 500) and a.trace["synthetic_records"].shape == (500,)
+
+
+def test_query_release_bad_inputs(game: LinearQueryGame) -> None:
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="game"):
+        run_alg1_query_release(random_bilinear_game(3, 3, rng), epsilon=1.0, delta=DELTA, rng=rng)
+    with pytest.raises(ValueError, match="variant"):
+        run_alg1_query_release(game, epsilon=1.0, delta=DELTA, rng=rng, variant="fast")
+    with pytest.raises(ValueError, match="delta"):
+        run_alg1_query_release(game, epsilon=1.0, delta=0.0, rng=rng)
+    with pytest.raises(ValueError, match="epsilon"):
+        run_alg1_query_release(game, epsilon=-1.0, delta=DELTA, rng=rng)
+    with pytest.raises(ValueError, match="synthetic_size"):
+        run_alg1_query_release(game, epsilon=1.0, delta=DELTA, rng=rng, synthetic_size=0)
+
+
+# ---------------------------------------------------------------------------------------------- X2
+def test_lift_gradients_values_constants(mol: MaxOfLosses) -> None:
+    L = lift_max_of_losses(mol)
+    assert L.dx == 2 * mol.dx and L.dy == mol.dy and L.data_dim == mol.dx
+    r = np.random.default_rng(0)
+    data = mol.population
+    W = r.dirichlet(np.ones(L.dx), size=20)
+    Y = r.dirichlet(np.ones(L.dy), size=20)
+    gx, gy = L.grad_x(W, Y, data), L.grad_y(W, Y, data)
+    assert np.max(np.abs(gx)) <= L.L0 and np.max(np.abs(gy)) <= L.L0
+    # chain rule against central finite differences of the lifted loss
+    w, y, h = W[0], Y[0], 1e-6
+    e = np.zeros(L.dx)
+    e[1] = h
+    fd = (L.loss(w + e, y, data) - L.loss(w - e, y, data)) / (2 * h)
+    np.testing.assert_allclose(L.grad_x(w, y, data)[:, 1], fd, rtol=1e-5, atol=1e-8)
+    # values and the saddle point are those of the base problem
+    x = L.unlift(w)
+    assert L.population_value(w, y) == pytest.approx(mol.population_value(x, y), rel=1e-12)
+    ws, ys, v = L.saddle_point()
+    assert v == pytest.approx(mol.saddle_point()[2]) and ws.sum() == pytest.approx(1.0)
+    assert L.duality_gap(ws, ys) == pytest.approx(0.0, abs=1e-5)
+    # the tight lifted constants are no larger than the safe generic scaling
+    G = L1LiftedSaddle(mol)
+    assert L.L0 <= G.L0 and L.L1 <= G.L1 and L.L2 <= G.L2
+
+
+def test_lift_bad_base() -> None:
+    with pytest.raises(ValueError, match="l1 ball"):
+        L1LiftedSaddle(random_bilinear_game(3, 3, np.random.default_rng(0)))
+
+
+def test_exact_pooled_vs_robust(mol: MaxOfLosses) -> None:
+    xp, glp = exact_pooled_erm(mol)
+    xs, _, v = mol.saddle_point()
+    gls = mol.group_losses(xs)
+    assert gls.max() == pytest.approx(v, abs=1e-6)
+    assert gls.max() <= glp.max() + 1e-7  # the minimax point has the smaller worst-group loss
+    assert mol.pi @ glp <= mol.pi @ gls + 1e-7  # and the pooled minimizer the smaller pooled loss
+
+
+def test_group_robust_and_blind_runners(mol: MaxOfLosses) -> None:
+    rng = np.random.default_rng(0)
+    data = mol.sample(4000, rng)
+    for eps in (1.0, 8.0):
+        r = run_group_robust_alg1(mol, data, epsilon=eps, delta=DELTA, rng=rng)
+        assert r.info["certified_epsilon"] <= eps * (1 + 1e-12)
+        assert np.abs(r.x).sum() <= mol.radius * (1 + 1e-9)
+        assert r.info["worst_group_loss"] == pytest.approx(mol.group_losses(r.x).max())
+        assert r.info["worst_group_loss"] >= mol.saddle_point()[2] - 1e-9
+        b = run_group_blind_erm(mol, data, epsilon=eps, delta=DELTA, rng=rng)
+        assert b.info["certified_epsilon"] <= eps * (1 + 1e-12)
+        assert b.info["worst_group_loss"] >= mol.saddle_point()[2] - 1e-9
+    a1 = run_group_robust_alg1(mol, data, epsilon=2.0, delta=DELTA, rng=np.random.default_rng(9))
+    a2 = run_group_robust_alg1(mol, data, epsilon=2.0, delta=DELTA, rng=np.random.default_rng(9))
+    assert np.array_equal(a1.x, a2.x)
+
+
+def test_x2_bad_inputs(mol: MaxOfLosses, game: LinearQueryGame) -> None:
+    rng = np.random.default_rng(0)
+    data = mol.sample(100, rng)
+    with pytest.raises(ValueError, match="MaxOfLosses"):
+        run_group_robust_alg1(game, data, epsilon=1.0, delta=DELTA, rng=rng)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="Dataset"):
+        run_group_blind_erm(mol, data.X, epsilon=1.0, delta=DELTA, rng=rng)  # type: ignore[arg-type]
+    bad = Dataset(data.X * 10, data.y, {"group": data.extras["group"]})
+    with pytest.raises(ValueError, match="bounds"):
+        run_group_robust_alg1(mol, bad, epsilon=1.0, delta=DELTA, rng=rng)
+    with pytest.raises(ValueError, match="epsilon"):
+        run_group_robust_alg1(mol, data, epsilon=0.0, delta=DELTA, rng=rng)

@@ -1,0 +1,146 @@
+"""Tests of MWEM (Spec X1 baseline; Hardt, Ligett & McSherry 2012)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpsco_lib.algorithms.mwem import mwem_per_round_epsilon, mwem_theory_T, run_mwem
+from dpsco_lib.privacy.accounting import advanced_composition_epsilon
+from dpsco_lib.privacy.audit import epsilon_lower_bound
+
+
+def _tiny(seed: int = 0, N: int = 8, m: int = 12, n: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    r = np.random.default_rng(seed)
+    Q = (r.random((m, N)) < 0.5).astype(np.float64)
+    h = np.bincount(r.choice(N, size=n, p=r.dirichlet(np.full(N, 0.5))), minlength=N).astype(np.float64)
+    return h, Q
+
+
+def test_noiseless_limit_meets_hlm12_bound() -> None:
+    """eps -> inf: exact selection and measurement; HLM12 Thm 2.2 gives max error <= 2 sqrt(log N / T)."""
+    h, Q = _tiny()
+    for T in (10, 50, 200):
+        res = run_mwem(h, Q, epsilon=1e12, T=T, rng=np.random.default_rng(1))
+        assert res.info["max_query_error"] <= 2 * math.sqrt(math.log(h.size) / T)
+        assert res.x.shape == (h.size,) and np.all(res.x >= 0) and res.x.sum() == pytest.approx(1.0)
+    # and it converges to the true answers: the last iterate with extra passes is essentially exact
+    res = run_mwem(h, Q, epsilon=1e12, T=60, rng=np.random.default_rng(1), passes=1, output="last")
+    assert res.info["max_query_error"] < 0.02
+
+
+def test_noiseless_selection_is_the_worst_query() -> None:
+    """With eps = 1e12 the first selected query is the one with the largest error at the uniform start."""
+    h, Q = _tiny(3)
+    res = run_mwem(h, Q, epsilon=1e12, T=1, rng=np.random.default_rng(0))
+    err = np.abs(Q @ np.full(h.size, h.sum() / h.size) - Q @ h)
+    assert res.trace["selected"][0] == int(np.argmax(err))
+    assert res.trace["measurements"][0] == pytest.approx(float(Q[res.trace["selected"][0]] @ h), abs=1e-8)
+
+
+@pytest.mark.parametrize("T", [1, 7, 40])
+def test_ledger_basic_is_exactly_epsilon(T: int) -> None:
+    h, Q = _tiny()
+    eps = 1.3
+    res = run_mwem(h, Q, epsilon=eps, T=T, rng=np.random.default_rng(0), delta=1e-6)
+    eps0 = eps / (2 * T)
+    assert res.params["eps_per_mechanism"] == eps0
+    assert res.ledger.total_count == 2 * T
+    basic = res.ledger.epsilon(0.0, method="basic")
+    assert basic == 2 * (T * eps0)  # T selections + T measurements at eps/(2T)
+    assert basic == pytest.approx(eps, rel=1e-14)
+    assert res.info["certified_epsilon"] == basic == res.info["basic_epsilon"]
+    assert res.info["advanced_epsilon"] == res.ledger.epsilon(1e-6, method="advanced")
+    assert res.info["advanced_epsilon"] == pytest.approx(advanced_composition_epsilon(eps0, 2 * T, 1e-6), rel=1e-12)
+
+
+def test_advanced_composition_variant() -> None:
+    h, Q = _tiny()
+    eps, dl, T = 1.0, 1e-6, 200
+    res = run_mwem(h, Q, epsilon=eps, T=T, rng=np.random.default_rng(0), delta=dl, composition="advanced")
+    eps0 = res.params["eps_per_mechanism"]
+    assert eps0 == mwem_per_round_epsilon(eps, T, delta=dl, composition="advanced")
+    assert eps0 > eps / (2 * T)  # advanced composition buys a larger per-round budget at large T
+    assert res.info["certified_epsilon"] == res.ledger.epsilon(dl, method="advanced")
+    assert res.info["certified_epsilon"] <= eps * (1 + 1e-12)
+    assert res.ledger.epsilon(0.0, method="basic") > eps  # not pure eps-DP any more
+
+
+def test_determinism() -> None:
+    h, Q = _tiny()
+    a = run_mwem(h, Q, epsilon=0.5, T=20, rng=np.random.default_rng(42), passes=1)
+    b = run_mwem(h, Q, epsilon=0.5, T=20, rng=np.random.default_rng(42), passes=1)
+    assert np.array_equal(a.x, b.x)
+    assert np.array_equal(a.trace["selected"], b.trace["selected"])
+    c = run_mwem(h, Q, epsilon=0.5, T=20, rng=np.random.default_rng(43), passes=1)
+    assert not np.array_equal(a.x, c.x)
+
+
+def test_extreme_scores_no_overflow() -> None:
+    """Huge n and tiny eps: log-space weights, no NaN."""
+    h, Q = _tiny(n=10)
+    h = h * 10**9
+    for eps in (1e-9, 1e9):
+        res = run_mwem(h, Q, epsilon=eps, T=5, rng=np.random.default_rng(0))
+        assert np.all(np.isfinite(res.x)) and res.x.sum() == pytest.approx(1.0)
+
+
+def test_theory_T() -> None:
+    t = mwem_theory_T(10_000, 64, 60, 1.0)
+    assert t == round((1.0 * 10_000 * math.sqrt(math.log(64)) / (10 * math.log(60))) ** (2 / 3))
+    assert mwem_theory_T(1, 2, 1, 1e-9) == 1
+
+
+def test_bad_inputs() -> None:
+    h, Q = _tiny()
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="histogram"):
+        run_mwem(-h, Q, epsilon=1.0, T=2, rng=rng)
+    with pytest.raises(ValueError, match="histogram"):
+        run_mwem(h + 0.5, Q, epsilon=1.0, T=2, rng=rng)
+    with pytest.raises(ValueError, match="histogram"):
+        run_mwem(np.zeros_like(h), Q, epsilon=1.0, T=2, rng=rng)
+    with pytest.raises(ValueError, match="queries"):
+        run_mwem(h, Q[:, :-1], epsilon=1.0, T=2, rng=rng)
+    with pytest.raises(ValueError, match="queries"):
+        run_mwem(h, 2 * Q, epsilon=1.0, T=2, rng=rng)
+    with pytest.raises(ValueError, match="epsilon"):
+        run_mwem(h, Q, epsilon=0.0, T=2, rng=rng)
+    with pytest.raises(ValueError, match="T"):
+        run_mwem(h, Q, epsilon=1.0, T=0, rng=rng)
+    with pytest.raises(ValueError, match="composition"):
+        run_mwem(h, Q, epsilon=1.0, T=2, rng=rng, composition="kov")
+    with pytest.raises(ValueError, match="delta"):
+        run_mwem(h, Q, epsilon=1.0, T=2, rng=rng, composition="advanced")
+    with pytest.raises(ValueError, match="output"):
+        run_mwem(h, Q, epsilon=1.0, T=2, rng=rng, output="best")
+    with pytest.raises(ValueError, match="rng"):
+        run_mwem(h, Q, epsilon=1.0, T=2, rng=0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="passes"):
+        run_mwem(h, Q, epsilon=1.0, T=2, rng=rng, passes=-1)
+
+
+@pytest.mark.statistical
+def test_audit_one_round() -> None:
+    """Audit one MWEM round (T = 1) on a worst-case neighbouring pair; false-alarm level 0.05 (Clopper-Pearson).
+
+    One query q = e_1 (the selection is then trivial), h = (n, 0) vs h' = (n - 1, 1): the measured count moves by
+    exactly the sensitivity 1.  The round claims epsilon = 2 (eps_meas = 1): the audited lower bound must not
+    exceed it, and must exceed a mis-calibrated claim of epsilon/4 (a ledger that under-reports by 4x is caught).
+    """
+    Q = np.array([[1.0, 0.0]])
+    S, S2 = np.array([50.0, 0.0]), np.array([49.0, 1.0])
+    eps = 2.0
+
+    def mech(h: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
+        return np.array([run_mwem(h, Q, epsilon=eps, T=1, rng=rng).trace["measurements"][0] for _ in range(size)])
+
+    res = epsilon_lower_bound(mech, S, S2, lambda t: t, 50.0, 3_000, 0.05, np.random.default_rng(7),
+                              claimed_epsilon=eps)
+    claimed = run_mwem(S, Q, epsilon=eps, T=1, rng=np.random.default_rng(0)).ledger.epsilon(0.0, "basic")
+    assert claimed == pytest.approx(eps)
+    assert res.epsilon_lower_bound <= claimed
+    assert not res.violation
+    assert res.epsilon_lower_bound > eps / 4  # the broken claim (eps/4) would be caught
