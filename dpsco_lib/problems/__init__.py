@@ -32,6 +32,7 @@ from dpsco_lib.problems.least_squares import (
     random_least_squares,
 )
 from dpsco_lib.problems.logistic import LogisticRegression, RobustRegression, random_logistic
+from dpsco_lib.problems.nonconvex import NonconvexRegression, random_nonconvex_regression
 
 __all__ = [
     "BilinearGame",
@@ -40,6 +41,7 @@ __all__ = [
     "LinearQueryGame",
     "LogisticRegression",
     "MaxOfLosses",
+    "NonconvexRegression",
     "Problem",
     "QuadraticGame",
     "RobustRegression",
@@ -53,6 +55,7 @@ __all__ = [
     "random_bilinear_game",
     "random_least_squares",
     "random_logistic",
+    "random_nonconvex_regression",
     "random_quadratic_game",
     "random_softmax_game",
     "solve_cvxpy",
