@@ -109,6 +109,50 @@ def _stage_book_sources(root: Path, out: Path) -> None:
     (out / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     if (root / "book").is_dir():
         shutil.copytree(root / "book", out / "book", dirs_exist_ok=True)
+        _stage_timings(root, out)
+
+
+TIMINGS_PAGE = Path("book") / "_timings.md"
+
+
+def timings_table(root: Path) -> str:
+    """The run-time table of the reproducibility appendix, from ``_build/executed/timings-<profile>.json``.
+
+    ``dpsco reproduce`` records the wall-clock seconds of every notebook it executes there (merged over
+    runs); a notebook that was never executed at a profile shows a dash.
+    """
+    measured: dict[str, dict[str, float]] = {}
+    for profile in PROFILES:
+        path = root / EXECUTED / f"timings-{profile}.json"
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            data = {}
+        measured[profile] = data if isinstance(data, dict) else {}
+    notebooks = [str(nb.relative_to(root)) for nb in toc_notebooks(root)]
+    if not any(measured[p].get(nb) is not None for p in PROFILES for nb in notebooks):
+        return (
+            "No run times have been recorded on the machine that built this copy of the book: run\n"
+            "`dpsco reproduce --profile smoke` and `dpsco reproduce --profile paper`, then rebuild.\n"
+        )
+
+    def cell(value: object) -> str:
+        return f"{float(value):.1f}" if isinstance(value, int | float) else "\u2014"
+
+    profiles = sorted(PROFILES, key=lambda p: (p != "smoke", p))  # smoke, then paper
+    lines = [
+        "| notebook | " + " | ".join(f"{p} (s)" for p in profiles) + " |",
+        "|---|" + "---:|" * len(profiles),
+    ]
+    for nb in notebooks:
+        lines.append(f"| `{Path(nb).stem}` | " + " | ".join(cell(measured[p].get(nb)) for p in profiles) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _stage_timings(root: Path, out: Path) -> None:
+    """Write the run-time table into the staged book (the repository's copy holds a placeholder)."""
+    if (out / "book").is_dir() and out.resolve() != root.resolve():
+        (out / TIMINGS_PAGE).write_text(timings_table(root))
 
 
 def _execute(nb: Path, root: Path, out_dir: Path, profile: str, n_jobs: int, progress: bool) -> NotebookRun:
@@ -127,6 +171,9 @@ def _execute(nb: Path, root: Path, out_dir: Path, profile: str, n_jobs: int, pro
             cwd=str(nb.parent),
             progress_bar=progress,
             log_output=False,
+            # The Makefile and the test suite export MPLBACKEND=Agg, which the kernel inherits and which would
+            # silently drop every inline figure from the executed notebook (and so from the book).
+            extra_arguments=["--matplotlib=inline"],
         )
     except pm.PapermillExecutionError as exc:
         error = f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}".strip()
@@ -181,8 +228,18 @@ def reproduce(
                 bar.update(1)
     order = {nb: i for i, nb in enumerate(notebooks)}
     runs.sort(key=lambda r: order[r.source])
-    timings = {str(r.source.relative_to(root)): round(r.seconds, 2) for r in runs}
-    (out_dir / f"timings-{profile}.json").write_text(json.dumps(timings, indent=2))
+    # Merge into the timings of earlier runs, so that rerunning one notebook keeps the others' numbers.
+    timings_path = out_dir / f"timings-{profile}.json"
+    try:
+        timings = json.loads(timings_path.read_text())
+    except (OSError, ValueError):
+        timings = {}
+    if not isinstance(timings, dict):
+        timings = {}
+    timings.update({str(r.source.relative_to(root)): round(r.seconds, 2) for r in runs if r.error is None})
+    timings_path.parent.mkdir(parents=True, exist_ok=True)
+    timings_path.write_text(json.dumps(dict(sorted(timings.items())), indent=2) + "\n")
+    _stage_timings(root, out_dir)
     return runs
 
 
@@ -218,13 +275,27 @@ def ensure_mathjax(root: Path) -> Path | None:
     return es5 if (es5 / "tex-chtml.js").is_file() else None
 
 
+MATHJAX_STATIC = "_mathjax"  # a static path of its own: see _stage_mathjax
+
+
 def _stage_mathjax(root: Path, src: Path) -> None:
+    """Copy MathJax into the staged book and point Sphinx at it (``_static/mathjax/tex-chtml.js`` in the HTML).
+
+    Not under the source's ``_static``: Jupyter Book adds every ``.js`` file it finds in the static paths as a
+    ``<script>`` to every page when the source has a ``_static`` folder, which loaded each MathJax component a
+    second time and broke the page's JavaScript.
+    """
     import yaml
 
+    legacy = src / "_static" / "mathjax"  # where earlier versions staged it
+    if legacy.is_dir():
+        shutil.rmtree(legacy)
+        if not any((src / "_static").iterdir()):
+            (src / "_static").rmdir()
     es5 = ensure_mathjax(root)
     if es5 is None:
         return
-    dest = src / "_static" / "mathjax"
+    dest = src / MATHJAX_STATIC / "mathjax"
     for part in MATHJAX_PARTS:
         item = es5 / part
         if item.is_dir():
@@ -234,7 +305,12 @@ def _stage_mathjax(root: Path, src: Path) -> None:
             shutil.copy2(item, dest / part)
     config_path = src / "_config.yml"
     config = yaml.safe_load(config_path.read_text())
-    config.setdefault("sphinx", {}).setdefault("config", {})["mathjax_path"] = "mathjax/tex-chtml.js"
+    sphinx_config = config.setdefault("sphinx", {}).setdefault("config", {})
+    sphinx_config["mathjax_path"] = "mathjax/tex-chtml.js"  # relative to the HTML's _static
+    static = list(sphinx_config.get("html_static_path", []))
+    if MATHJAX_STATIC not in static:
+        static.append(MATHJAX_STATIC)
+    sphinx_config["html_static_path"] = static
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 

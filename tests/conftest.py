@@ -18,3 +18,11 @@ os.environ["DPSCO_ROOT"] = str(ROOT)
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def built_html(tmp_path_factory) -> Path:
+    """The HTML book built once per session (tests marked ``book``: test_book, test_links, test_browser)."""
+    from ._bookbuild import build_smoke_book
+
+    return build_smoke_book(ROOT, tmp_path_factory.mktemp("book"))

@@ -3,49 +3,25 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from dpsco_lib.cli import _stage_book_sources, _stage_mathjax, toc_notebooks
+from dpsco_lib.cli import toc_notebooks
 
-from ._nbtools import SMOKE_DIR, execute_smoke
 from .conftest import ROOT
 
 pytestmark = pytest.mark.book
 
 
-@pytest.fixture(scope="module")
-def built_html(tmp_path_factory) -> Path:
-    smoke = ROOT / SMOKE_DIR
-    for nb in toc_notebooks(ROOT):
-        executed = smoke / nb.relative_to(ROOT)
-        # Reuse the copies tests/test_notebooks.py executed; execute the ones that are missing or stale.
-        if not executed.is_file() or executed.stat().st_mtime < nb.stat().st_mtime:
-            run = execute_smoke(ROOT, nb)
-            assert run.error is None, f"{nb.name} failed at {run.error}"
-    _stage_book_sources(ROOT, smoke)  # refresh config, toc and prose
-    _stage_mathjax(ROOT, smoke)
-    out = tmp_path_factory.mktemp("book")
-    exe = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
-    assert exe, "jupyter-book is not installed in this environment"
-    proc = subprocess.run(
-        [exe, "build", str(smoke), "--path-output", str(out), "-W", "--keep-going", "--quiet"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, f"jupyter-book build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-    return out / "_build" / "html"
-
-
 def test_index_exists(built_html):
     index = built_html / "index.html"
     assert index.is_file()
-    assert "dpsco-companion" in index.read_text()
+    # Jupyter Book writes index.html as a redirect to the root page of the table of contents.
+    target = re.search(r'http-equiv="Refresh" content="0; url=([^"]+)"', index.read_text())
+    assert target, "index.html is neither the book's front page nor a redirect to it"
+    front = built_html / target.group(1)
+    assert front.is_file(), f"index.html redirects to a missing page {target.group(1)}"
+    assert "dpsco-companion" in front.read_text()
 
 
 @pytest.mark.parametrize("nb", toc_notebooks(ROOT), ids=lambda p: p.stem)
@@ -60,3 +36,97 @@ def test_notebook_page_has_verdict_and_figures(built_html, nb):
         if not src.startswith(("http", "data:")):
             assert (page.parent / src).resolve().is_file(), f"{page.name}: broken image {src}"
     assert "prf:theorem" in html or "proof theorem" in html, f"{page.name} shows no theorem box"
+
+
+# The book's Sphinx extension and the run-time table: fast checks, no build needed.
+
+def _book_extension():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dpsco_book", ROOT / "book" / "_ext" / "dpsco_book.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_docstring_pipes_are_escaped_outside_literals_and_math():
+    ext = _book_extension()
+    lines = [
+        "Bound ||g||_q <= L0 and |phi'| <= 2, ``|x|`` and :math:`\\|x\\|_1` untouched.",
+        "",
+        "Example::",
+        "",
+        "    |raw| stays",
+        "",
+        ">>> abs(-1) | 0",
+        "1",
+        "",
+        "After |it|.",
+    ]
+    ext.escape_pipes(lines)
+    assert lines[0] == (
+        "Bound \\|\\|g\\|\\|_q <= L0 and \\|phi'\\| <= 2, ``|x|`` and :math:`\\|x\\|_1` untouched."
+    )
+    assert lines[4] == "    |raw| stays"
+    assert lines[6] == ">>> abs(-1) | 0"
+    assert lines[9] == "After \\|it\\|."
+
+
+def test_docstring_tables_and_headings():
+    ext = _book_extension()
+    table = ["====  =====", "a     b", "====  =====", "|V|   ln d", "====  =====", ""]
+    ext.escape_pipes(table)
+    assert table[3] == "\u2223V\u2223   ln d"  # same width: the columns stay aligned
+    doc = ["Summary.", "", "Contents", "--------", "* item", "", "Parameters", "----------"]
+    ext.headings_to_rubrics(doc)
+    assert doc[2:4] == [".. rubric:: Contents", ""]
+    assert doc[6] == ".. rubric:: Parameters"  # after napoleon no known section heading is left
+
+
+def test_duplicate_inline_scripts_are_dropped():
+    ext = _book_extension()
+
+    class Script:
+        def __init__(self, filename, body):
+            self.filename, self.priority, self.attributes = filename, 500, {"body": body}
+
+    scripts = [Script("", "const A = 1"), Script("x.js", ""), Script(None, "const A = 1"), Script(None, "let B")]
+    ext.dedupe_scripts(None, "page", "page.html", {"script_files": scripts}, None)
+    assert [s.attributes["body"] for s in scripts] == ["const A = 1", "", "let B"]
+
+
+def test_timings_table(tmp_path):
+    import json
+
+    from dpsco_lib.cli import EXECUTED, timings_table
+
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nchapters:\n  - file: notebooks/01_a\n  - file: notebooks/02_b\n"
+    )
+    assert "No run times" in timings_table(tmp_path)
+    (tmp_path / EXECUTED).mkdir(parents=True)
+    (tmp_path / EXECUTED / "timings-smoke.json").write_text(json.dumps({"notebooks/01_a.ipynb": 12.345}))
+    (tmp_path / EXECUTED / "timings-paper.json").write_text("not json")
+    table = timings_table(tmp_path).splitlines()
+    assert table[0] == "| notebook | smoke (s) | paper (s) |"
+    assert table[2] == "| `01_a` | 12.3 | \u2014 |"
+    assert table[3] == "| `02_b` | \u2014 | \u2014 |"
+
+
+def test_every_theorem_box_is_in_a_part_summary_table():
+    """Each ``thm-*`` label of a notebook in the book is linked from the summary table of a part chapter."""
+    import json
+
+    labels: dict[str, str] = {}
+    for nb in toc_notebooks(ROOT):
+        cells = json.loads(nb.read_text())["cells"]
+        for cell in cells:
+            if cell["cell_type"] == "markdown":
+                text = "".join(cell["source"])
+                labels.update({lab: nb.stem for lab in re.findall(r":label:\s*(thm-[\w-]+)", text)})
+    referenced: set[str] = set()
+    for chapter in sorted((ROOT / "book").glob("part*.md")):
+        referenced |= set(re.findall(r"\{prf:ref\}`(?:[^`<]*<)?(thm-[\w-]+)>?`", chapter.read_text()))
+    missing = sorted(f"{lab} ({stem})" for lab, stem in labels.items() if lab not in referenced)
+    assert labels, "no theorem labels found in the notebooks"
+    assert not missing, f"theorems missing from the part chapters' summary tables (book/part*.md): {missing}"

@@ -1,0 +1,35 @@
+"""Build the book once per test session, from the smoke-executed notebooks, with warnings as errors."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from dpsco_lib.cli import _stage_book_sources, _stage_mathjax, toc_notebooks
+
+from ._nbtools import SMOKE_DIR, execute_smoke
+
+
+def build_smoke_book(root: Path, out: Path) -> Path:
+    """Execute missing or stale smoke copies, stage the sources, build into ``out``; return the HTML dir."""
+    smoke = root / SMOKE_DIR
+    for nb in toc_notebooks(root):
+        executed = smoke / nb.relative_to(root)
+        # Reuse the copies tests/test_notebooks.py executed; execute the ones that are missing or stale.
+        if not executed.is_file() or executed.stat().st_mtime < nb.stat().st_mtime:
+            run = execute_smoke(root, nb)
+            assert run.error is None, f"{nb.name} failed at {run.error}"
+    _stage_book_sources(root, smoke)  # refresh config, toc, prose and the run-time table
+    _stage_mathjax(root, smoke)
+    exe = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
+    assert exe, "jupyter-book is not installed in this environment"
+    proc = subprocess.run(
+        [exe, "build", str(smoke), "--path-output", str(out), "-W", "--keep-going", "--quiet"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
+    assert proc.returncode == 0, f"jupyter-book build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    return out / "_build" / "html"
