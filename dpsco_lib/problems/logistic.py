@@ -1,14 +1,18 @@
 """Logistic regression and a nonconvex robust regression (Spec S1/A5 and N1).
 
-Logistic: f(x; (a, y)) = log(1 + exp(-y <a, x>)), y in {-1, +1}, ||a||_q <= B_a:
+Logistic: f(x; (a, y)) = log(1 + exp(-y <a, x>)), y in {-1, +1}, ||a||_q <= B_a::
+
     L0 = B_a,  L1 = B_a^2/4  (sigma' <= 1/4),  L2 = B_a^3/(6 sqrt 3)  (|sigma''| <= 1/(6 sqrt 3)).
+
 The population objective has no closed form: it is a large independent sample drawn once (from a
 fixed seed) and treated as the population, so ``exact_population`` is False.
 
 Robust regression (N1): f(x; (a, b)) = phi(<a, x> - b) with phi(t) = t^2/(1 + t^2) (nonconvex,
-bounded by 1), over the l1 ball, ||a||_inf <= B_a:
+bounded by 1), over the l1 ball, ||a||_inf <= B_a::
+
     |phi'| <= 9/(8 sqrt 3) (at t = 1/sqrt 3), |phi''| <= 2 (at t = 0),
     |phi'''| <= 24 t0 (1 - t0^2)/(1 + t0^2)^4 at t0 = tan(pi/10) (~4.6686),
+
 so L0 = 9 B_a/(8 sqrt 3), L1 = 2 B_a^2, L2 = |phi'''|_max B_a^3 (w.r.t. ||.||_1, gradients in l_inf).
 Planted model b = <a, x_true> + sigma xi, xi ~ U[-1, 1] independent of a.  For fixed a the map
 s -> E_xi phi(s - sigma xi) = 1 - (arctan(s + sigma) - arctan(s - sigma))/(2 sigma) is minimized at
