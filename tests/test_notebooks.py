@@ -33,3 +33,10 @@ def test_notebook_smoke(notebook):
         for out in cell.get("outputs", [])
     )
     assert "VERDICT" in text and ": PASS (" in text, f"{notebook.name} printed no passing verdict line"
+    # A figure cell must show only its figure: a trailing expression's value (an execute_result) next to a
+    # named figure gives the book a second copy of the figure's target ("Duplicate explicit target name").
+    for i, cell in enumerate(nb["cells"]):
+        outputs = cell.get("outputs", []) if cell["cell_type"] == "code" else []
+        if any("image/png" in out.get("data", {}) for out in outputs):
+            extra = [out["output_type"] for out in outputs if out["output_type"] == "execute_result"]
+            assert not extra, f"{notebook.name} cell {i}: a figure cell also displays a value (end it with plt.show())"
