@@ -35,7 +35,24 @@ def test_notebook_page_has_verdict_and_figures(built_html, nb):
     for src in images:
         if not src.startswith(("http", "data:")):
             assert (page.parent / src).resolve().is_file(), f"{page.name}: broken image {src}"
-    assert "prf:theorem" in html or "proof theorem" in html, f"{page.name} shows no theorem box"
+    # A theorem box, or for the atlas and the performance page the remark / criterion box they check.
+    assert re.search(r'class="[^"]*proof (theorem|criterion|remark)', html), f"{page.name} shows no theorem box"
+
+
+@pytest.mark.parametrize("nb", toc_notebooks(ROOT), ids=lambda p: p.stem)
+def test_notebook_page_says_how_to_cite_it(built_html, nb):
+    """Each notebook page ends with its citation box, naming every theorem it checks and a BibTeX entry."""
+    import json
+
+    page = built_html / nb.relative_to(ROOT).with_suffix(".html")
+    html = page.read_text()
+    assert "How to cite this page" in html, f"{page.name} has no citation box"
+    box = html[html.index("How to cite this page"):]
+    number = nb.stem.split("_", 1)[0]
+    assert f"@misc{{dpsco_companion_nb{number}," in box, f"{page.name}: no BibTeX entry for notebook {number}"
+    text = "".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "markdown")
+    for label in re.findall(r":label:\s*((?:thm|crit)-[\w-]+)", text):
+        assert label.split("-", 1)[1] in box.split("@misc", 1)[0], f"{page.name}: citation box omits {label}"
 
 
 # The book's Sphinx extension and the run-time table: fast checks, no build needed.

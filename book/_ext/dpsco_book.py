@@ -11,6 +11,9 @@ twice, once as registered by the builder (file name ``''``) and once by the appl
 browser throws "Identifier 'THEBE_JS_URL' has already been declared" on every page. ``dedupe_scripts``
 drops the second copy.
 
+**How to cite each notebook.** Every notebook page ends with a "How to cite this page" box that names the
+results it checks (read off its own ``thm-*`` and ``crit-*`` labels) and gives a BibTeX entry for it.
+
 **Docstrings.**
 The library's docstrings are numpy style (turned into reST by ``sphinx.ext.napoleon``) and state the
 math in plain text, for instance ``||g||_q <= L0`` or ``|phi'| <= 2``. In reST a ``|word|`` is a
@@ -137,6 +140,83 @@ def dedupe_scripts(app: Any, pagename: str, templatename: str, context: dict[str
     scripts[:] = unique
 
 
+# --------------------------------------------------------------------------------------------------------
+# "How to cite this page" on every notebook page
+# --------------------------------------------------------------------------------------------------------
+
+#: Labels of the boxes a notebook checks: theorems (``thm-F1``) and engineering criteria (``crit-perf-floor``).
+_CHECKED_LABEL = re.compile(r"^(thm|crit)-[A-Za-z0-9-]+$")
+
+
+def checked_labels(doctree: Any) -> list[str]:
+    """Labels of the sphinx-proof boxes (``thm-*``, ``crit-*``) defined on a page, in page order."""
+    from docutils import nodes
+
+    found: list[str] = []
+    for node in doctree.findall(nodes.Element):
+        for node_id in node.get("ids", []):
+            if _CHECKED_LABEL.match(node_id) and node_id not in found:
+                found.append(node_id)
+    return found
+
+
+def notebook_bibtex(number: str, title: str, labels: list[str], version: str) -> str:
+    """A BibTeX entry for one notebook of the book (the book's own entry is on the How-to-cite page)."""
+    checks = ", ".join(label.split("-", 1)[1] for label in labels) or "none"
+    title_tex = title.replace("{", "").replace("}", "").replace("&", r"\&")
+    return (
+        f"@misc{{dpsco_companion_nb{number},\n"
+        f"  author  = {{{{dpsco-companion contributors}}}},\n"
+        f"  title   = {{Notebook {number}: {title_tex}}},\n"
+        f"  howpublished = {{In dpsco-companion, version {version}, notebook {number}}},\n"
+        f"  year    = {{2026}},\n"
+        f"  note    = {{Checks {checks}; state the profile and seed of the numbers you cite}}\n"
+        f"}}"
+    )
+
+
+def add_citation_box(app: Any, doctree: Any) -> None:
+    """Append "How to cite this page" to every notebook page: its checks and a BibTeX entry.
+
+    Runs on ``doctree-read``, so the box is part of the page's text (searchable, in every output format).
+    The checked results are read off the page's own theorem and criterion labels, so the box cannot
+    drift from the notebook.
+    """
+    from docutils import nodes
+
+    docname = app.env.docname
+    if not docname.startswith("notebooks/"):
+        return
+    sections = [child for child in doctree.children if isinstance(child, nodes.section)]
+    if not sections:
+        return
+    page = sections[0]
+    title = page[0].astext() if page.children and isinstance(page[0], nodes.title) else docname
+    number = docname.split("/", 1)[1].split("_", 1)[0]
+    labels = checked_labels(doctree)
+    try:
+        from dpsco_lib._version import __version__ as version
+    except ImportError:  # the library is not importable: the book still builds
+        version = "unknown"
+    checks = ", ".join(label.split("-", 1)[1] for label in labels)
+    box = nodes.admonition(classes=["dpsco-cite"])
+    box += nodes.title(text="How to cite this page")
+    box += nodes.paragraph(
+        text=(
+            f"This is notebook {number} of dpsco-companion (version {version}). "
+            + (f"It checks {checks}. " if labels else "")
+            + "Cite the book (see the How to cite page), this notebook with the entry below, and the papers "
+            "whose results it checks (named in its theorem boxes). Numbers depend on the profile and seed set "
+            "in the notebook's parameter cell: state both."
+        )
+    )
+    bib = notebook_bibtex(number, title, labels, version)
+    literal = nodes.literal_block(bib, bib)
+    literal["language"] = "bibtex"
+    box += literal
+    page += box
+
+
 def setup(app: Any) -> dict[str, Any]:
     app.setup_extension("sphinx.ext.autodoc")
     app.setup_extension("sphinx.ext.napoleon")
@@ -144,5 +224,6 @@ def setup(app: Any) -> dict[str, Any]:
     # napoleon listens with the default priority 500; run after it, on the reST it produced.
     app.connect("autodoc-process-docstring", process_docstring, priority=600)
     app.connect("html-page-context", dedupe_scripts, priority=900)
+    app.connect("doctree-read", add_citation_box)
     app.set_html_assets_policy("always")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
