@@ -1,0 +1,284 @@
+"""Benchmark cases: the problems, the per-sample-gradient floor and one call per private algorithm.
+
+The *floor* of a problem at a fixed point is one vectorized pass computing all ``n`` per-sample gradients
+(``problem._grad(x, data)`` for a :class:`~dpsco_lib.problems.Problem`, ``_grad_x`` and ``_grad_y`` for a
+:class:`~dpsco_lib.problems.SaddleProblem`) at the centre of the feasible set.  It is computed in row blocks of
+at most ``FLOOR_BLOCK_ENTRIES`` entries so that the ``(n, d)`` gradient matrix (8 GB at ``n = 1e5``,
+``d = 1e4``) is never materialized; the blocks are reduced (summed) so the work cannot be optimized away.
+Every single-pass algorithm must at least read each record and form its gradient once, so
+``wall time / floor`` measures the algorithm's overhead over the cheapest possible pass over the data.
+
+Problems (records are generated in row blocks into one preallocated float64 matrix):
+
+* ``ls_simplex``: :func:`~dpsco_lib.problems.least_squares.hard_least_squares` with ``p = 1`` over the simplex
+  (Poly-SFW, VR Frank-Wolfe, SMD, noisy SGD, DP-SGD, anytime SMD);
+* ``ls_lp``: the same family with ``p = 1.5`` over the unit ``l_1.5`` ball (GG-VR-SFW, Spec F3);
+* ``bilinear``: :func:`~dpsco_lib.problems.games.random_bilinear_game` with ``dx = d // 2``, ``dy = d - dx``
+  (records of length ``d``; Algorithm 1 and the other saddle-point algorithms).
+
+The *sweep-scaling* case reproduces one real paper sweep of the book, the Algorithm 1 gap-vs-``n`` sweep of
+``notebooks/09_private_smd_saddle.ipynb`` (Spec A1, Thm 3.1 of [GGP24]): :func:`sweep_gap_vs_n` is that
+notebook's ``gap_vs_n`` task, rebuilt from the same library calls, and :func:`sweep_grid` its paper grid
+(``SWEEP_N_GRID``, 13 points), run with the paper profile's replicates and the notebook's default seed.
+
+Algorithms whose module is absent (written by other helpers) are reported as skipped, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpsco_lib.problems.base import Problem, SaddleProblem
+from dpsco_lib.problems.dataset import Dataset
+
+__all__ = [
+    "ALGORITHMS",
+    "FLOOR_BLOCK_ENTRIES",
+    "PROBLEMS",
+    "AlgorithmCase",
+    "floor_pass",
+    "make_problem",
+    "resolve",
+    "sweep_gap_vs_n",
+    "sweep_grid",
+]
+
+#: Largest block (rows x columns) of per-sample gradients the floor forms at once (16 MB of float64).
+FLOOR_BLOCK_ENTRIES = 2_000_000
+#: Rows per block when generating data (bounds the sampler's temporaries).
+_GEN_BLOCK_ENTRIES = 5_000_000
+
+EPSILON = 1.0
+DELTA = 1e-6
+
+PROBLEMS = ("ls_simplex", "ls_lp", "bilinear")
+
+
+def make_problem(kind: str, n: int, d: int, seed: int) -> tuple[Any, Dataset]:
+    """(problem, n records) of the benchmark problem ``kind`` in dimension ``d`` (records of length ``d``)."""
+    from dpsco_lib.problems.games import random_bilinear_game
+    from dpsco_lib.problems.least_squares import hard_least_squares
+
+    rng = np.random.default_rng(seed)
+    if kind == "ls_simplex":
+        problem: Any = hard_least_squares(1.0, d)
+    elif kind == "ls_lp":
+        problem = hard_least_squares(1.5, d)
+    elif kind == "bilinear":
+        problem = random_bilinear_game(d // 2, d - d // 2, rng)
+    else:
+        raise ValueError(f"kind must be one of {PROBLEMS}, got {kind!r}")
+    rows = max(1, _GEN_BLOCK_ENTRIES // d)
+    X = np.empty((n, d))
+    y = None
+    for lo in range(0, n, rows):
+        part = problem.sample(min(rows, n - lo), rng)
+        X[lo:lo + part.n] = part.X
+        if part.y is not None:
+            if y is None:
+                y = np.empty(n)
+            y[lo:lo + part.n] = part.y
+    return problem, Dataset(X, y)
+
+
+def _center_point(problem: Any) -> Any:
+    if isinstance(problem, SaddleProblem):
+        x, y = problem.x_set.center(), problem.y_set.center()
+        return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    return np.asarray(problem.feasible_set.center(), dtype=np.float64)
+
+
+def floor_pass(problem: Any, data: Dataset) -> float:
+    """One pass computing every per-sample gradient at the centre, in row blocks; returns a checksum.
+
+    For a saddle problem both partial gradients ``grad_x`` and ``grad_y`` of every record are formed.
+    """
+    n = data.n
+    point = _center_point(problem)
+    width = problem.dx + problem.dy if isinstance(problem, SaddleProblem) else problem.d
+    rows = max(1, FLOOR_BLOCK_ENTRIES // width)
+    total = 0.0
+    for lo in range(0, n, rows):
+        block = data[lo:lo + rows]
+        if isinstance(problem, SaddleProblem):
+            x, y = point
+            gx = problem._grad_x(x[None], y[None], block)
+            gy = problem._grad_y(x[None], y[None], block)
+            total += float(gx[0, :, 0].sum() + gy[0, :, 0].sum())
+        else:
+            g = problem._grad(point, block)
+            total += float(g[:, 0].sum())
+    return total
+
+
+@dataclass(frozen=True)
+class AlgorithmCase:
+    """One private (or baseline) algorithm run at its theory defaults on a benchmark problem.
+
+    ``prepare(problem, data)`` computes, untimed, the keyword arguments that are calibration rather than the run
+    (DP-SGD's noise multiplier); ``call(fn, problem, data, rng, **prepared)`` runs it; ``passes(result, n)`` is
+    the number of per-sample gradient evaluations divided by ``n`` (so ``ratio / passes`` is the overhead per
+    data pass).
+    """
+
+    name: str
+    module: str
+    function: str
+    problem: str
+    spec: str
+    call: Callable[..., Any]
+    passes: Callable[[Any, int], float] = field(default=lambda res, n: 1.0)
+    note: str = ""
+    prepare: Callable[[Any, Dataset], dict[str, Any]] = field(default=lambda problem, data: {})
+
+
+def _private(fn: Callable[..., Any], problem: Any, data: Dataset, rng: np.random.Generator, **kw: Any) -> Any:
+    return fn(problem, data, epsilon=EPSILON, delta=DELTA, rng=rng, **kw)
+
+
+def _dp_sgd_prepare(problem: Any, data: Dataset) -> dict[str, Any]:
+    # One expected epoch: Poisson rate q = 1/sqrt(n), T = ceil(1/q) steps; clip at the l2 Lipschitz bound; the
+    # noise multiplier meeting (EPSILON, DELTA) by the RDP accountant (calibration, not timed).
+    from dpsco_lib.algorithms.dp_sgd import dp_sgd_noise_multiplier
+    from dpsco_lib.algorithms.noisy_sgd import l2_constants
+
+    q = 1.0 / math.sqrt(data.n)
+    steps = math.ceil(1.0 / q)
+    L0_2, D_2 = l2_constants(problem)
+    return {"noise_multiplier": dp_sgd_noise_multiplier(EPSILON, DELTA, q, steps), "sampling_rate": q,
+            "steps": steps, "clip": L0_2, "lr": D_2 / (L0_2 * math.sqrt(steps))}
+
+
+def _dp_sgd(fn: Callable[..., Any], problem: Any, data: Dataset, rng: np.random.Generator, **kw: Any) -> Any:
+    return fn(problem, data, rng=rng, **kw)
+
+
+def _grad_evals(key: str) -> Callable[[Any, int], float]:
+    def passes(res: Any, n: int) -> float:
+        return float(res.info.get(key, n)) / n
+
+    return passes
+
+
+ALGORITHMS: tuple[AlgorithmCase, ...] = (
+    AlgorithmCase("noisy_sgd", "dpsco_lib.algorithms.noisy_sgd", "run_noisy_sgd", "ls_simplex", "S2",
+                  lambda f, p, d, r: _private(f, p, d, r), _grad_evals("gradient_evaluations"),
+                  "BFTT19 defaults: T*b gradient evaluations (several epochs over the data)"),
+    AlgorithmCase("poly_sfw", "dpsco_lib.algorithms.poly_sfw", "run_poly_sfw", "ls_simplex", "F1",
+                  lambda f, p, d, r: _private(f, p, d, r), _grad_evals("gradient_evaluations"),
+                  "n/2 sequential single-record steps, n|V|/2 Laplace draws"),
+    AlgorithmCase("private_vr_frank_wolfe", "dpsco_lib.algorithms.vr_frank_wolfe", "run_private_vr_frank_wolfe",
+                  "ls_simplex", "F2", lambda f, p, d, r: _private(f, p, d, r), _grad_evals("gradient_evaluations")),
+    AlgorithmCase("gg_vr_sfw_naive", "dpsco_lib.algorithms.gg_vr_sfw", "run_gg_vr_sfw", "ls_lp", "F3",
+                  lambda f, p, d, r: _private(f, p, d, r, variant="naive")),
+    AlgorithmCase("gg_vr_sfw_tree", "dpsco_lib.algorithms.gg_vr_sfw", "run_gg_vr_sfw", "ls_lp", "F3",
+                  lambda f, p, d, r: _private(f, p, d, r, variant="tree")),
+    AlgorithmCase("private_smd_saddle", "dpsco_lib.algorithms.private_smd_saddle", "run_private_smd_saddle",
+                  "bilinear", "A1", lambda f, p, d, r: _private(f, p, d, r, regime="quadratic")),
+    AlgorithmCase("dp_sgd", "dpsco_lib.algorithms.dp_sgd", "run_dp_sgd", "ls_simplex", "D4", _dp_sgd,
+                  lambda res, n: res.info["mean_batch_size"] * res.params["steps"] / n,
+                  "one expected epoch: q = 1/sqrt(n), T = sqrt(n) steps", _dp_sgd_prepare),
+    AlgorithmCase("smd (non-private)", "dpsco_lib.algorithms.smd", "run_smd", "ls_simplex", "S1",
+                  lambda f, p, d, r: f(p, d, rng=r), _grad_evals("n_grad_evals"),
+                  "entropic SMD, n sequential single-record steps"),
+    AlgorithmCase("bias_reduced_smd_saddle", "dpsco_lib.algorithms.bias_reduced_saddle",
+                  "run_bias_reduced_smd_saddle", "bilinear", "A3", lambda f, p, d, r: _private(f, p, d, r)),
+    AlgorithmCase("boosted_saddle", "dpsco_lib.algorithms.boosted_saddle", "run_boosted_saddle", "bilinear", "A4",
+                  lambda f, p, d, r: _private(f, p, d, r)),
+    AlgorithmCase("anytime_smd_sco", "dpsco_lib.algorithms.anytime_smd", "run_anytime_smd_sco", "ls_simplex", "A5",
+                  lambda f, p, d, r: _private(f, p, d, r), _grad_evals("gradient_evaluations")),
+)
+
+
+def resolve(case: AlgorithmCase) -> tuple[Callable[..., Any] | None, str]:
+    """(the algorithm function, "") or (None, why it is unavailable)."""
+    try:
+        mod = importlib.import_module(case.module)
+    except ImportError as exc:
+        return None, f"module {case.module} not available ({exc})"
+    fn = getattr(mod, case.function, None)
+    if fn is None:
+        return None, f"{case.module} has no {case.function}"
+    return fn, ""
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """(wall seconds, result) of one call."""
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def is_problem(obj: Any) -> bool:
+    return isinstance(obj, (Problem, SaddleProblem))
+
+
+# ------------------------------------------------------------------------------------------ sweep scaling
+#: The default ``seed`` of notebook 09's parameters cell (its sweep's ``base_seed``).
+SWEEP_SEED = 20261122
+#: ``DELTA`` of notebook 09.
+SWEEP_DELTA = 1e-6
+#: regime -> (game, dx = dy, epsilon): notebook 09's ``GAMES``.
+SWEEP_GAMES: dict[str, tuple[str, int, float]] = {
+    "quadratic": ("bilinear", 20, 1.0),
+    "second_order": ("softmax", 10, 8.0),
+    "first_order": ("quadratic", 10, 16.0),
+}
+#: regime -> sample sizes: notebook 09's ``N_GRID`` at the paper profile.
+SWEEP_N_GRID: dict[str, tuple[int, ...]] = {
+    "quadratic": (2000, 4000, 8000, 16000, 32000),
+    "second_order": (8000, 20000, 51000, 128000),
+    "first_order": (16000, 40000, 101000, 256000),
+}
+SWEEP_SOURCE = ("notebooks/09_private_smd_saddle.ipynb, sweep 'gap vs n' (Spec A1): Algorithm 1 "
+                "(run_private_smd_saddle) at its theory defaults on three games, paper grid, paper replicates")
+
+
+def _sweep_game(kind: str, d: int, seed: int = SWEEP_SEED) -> Any:
+    """Notebook 09's ``make_game``: the game is a fixed function of (seed, d, kind), rebuilt in every task."""
+    from dpsco_lib.problems.games import random_bilinear_game, random_quadratic_game, random_softmax_game
+
+    r = np.random.default_rng([seed, d, len(kind)])
+    if kind == "bilinear":
+        return random_bilinear_game(d, d, r)
+    if kind == "softmax":
+        return random_softmax_game(d, d, r)
+    return random_quadratic_game(d, d, r)
+
+
+def sweep_gap_vs_n(*, rng: np.random.Generator, regime: str, n: int) -> dict[str, Any]:
+    r"""Notebook 09's ``gap_vs_n`` task: the population duality gap of Algorithm 1 on ``n`` fresh records.
+
+    Draws ``n`` records of the regime's game, runs :func:`~dpsco_lib.algorithms.private_smd_saddle.
+    run_private_smd_saddle` at ``(epsilon, delta = 1e-6)`` and its theory defaults (Spec A1; Thm 3.1 of
+    [GGP24] bounds the expected gap by :math:`\tilde O(n^{-1/2})`, :math:`n^{-2/5}`, :math:`n^{-1/3}` in the
+    quadratic, second- and first-order regimes) and returns the gap with the parameters the notebook records.
+    """
+    if regime not in SWEEP_GAMES:
+        raise ValueError(f"regime must be one of {sorted(SWEEP_GAMES)}, got {regime!r}")
+    from dpsco_lib.algorithms.private_smd_saddle import run_private_smd_saddle
+
+    kind, d, eps = SWEEP_GAMES[regime]
+    g = _sweep_game(kind, d)
+    data = g.sample(n, rng)
+    res = run_private_smd_saddle(g, data, epsilon=eps, delta=SWEEP_DELTA, rng=rng, regime=regime)
+    p = res.params
+    return {"gap": g.duality_gap(res.x, res.y), "K": p["K"], "T": p["T"], "B": p["B"], "eta": p["eta"],
+            "eta_T": p["eta"] * p["T"], "rho": p["rho"], "bound": p["bound"], "epsilon": eps,
+            "certified_eps": res.info["certified_epsilon"]}
+
+
+def sweep_grid(n_grid: dict[str, tuple[int, ...]] | None = None) -> list[dict[str, Any]]:
+    """The sweep's grid points ``{"regime", "n"}`` in notebook 09's order (default: its paper grid)."""
+    n_grid = SWEEP_N_GRID if n_grid is None else n_grid
+    bad = sorted(set(n_grid) - set(SWEEP_GAMES))
+    if bad:
+        raise ValueError(f"n_grid regimes must be among {sorted(SWEEP_GAMES)}, got {bad}")
+    return [{"regime": r, "n": int(n)} for r in SWEEP_GAMES if r in n_grid for n in n_grid[r]]
