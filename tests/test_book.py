@@ -45,9 +45,12 @@ def test_notebook_page_says_how_to_cite_it(built_html, nb):
     import json
 
     page = built_html / nb.relative_to(ROOT).with_suffix(".html")
-    html = page.read_text()
-    assert "How to cite this page" in html, f"{page.name} has no citation box"
-    box = html[html.index("How to cite this page"):]
+    import html as html_lib
+
+    # The text of the page: the BibTeX block is syntax-highlighted, i.e. split by <span> tags.
+    text_of_page = html_lib.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+    assert "How to cite this page" in text_of_page, f"{page.name} has no citation box"
+    box = text_of_page[text_of_page.index("How to cite this page"):]
     number = nb.stem.split("_", 1)[0]
     assert f"@misc{{dpsco_companion_nb{number}," in box, f"{page.name}: no BibTeX entry for notebook {number}"
     text = "".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "markdown")
