@@ -556,3 +556,186 @@ def test_ledger_epsilon_computes_only_the_requested_method():
     assert led.epsilon(1e-6, method="kov") == led.epsilons(1e-6)["kov"]
     with pytest.raises(ValueError, match="methods"):
         led.epsilons(1e-6, methods=("nope",))
+
+
+# ------------------------------------------------ regressions: overflow / cancellation at extreme eps and k
+EXTREME_EPS = [1e-12, 1e-5, 1e3, 1e6, 1e12]
+
+
+@pytest.mark.parametrize("eps", EXTREME_EPS)
+@pytest.mark.parametrize("kind", ["pure", "exponential"])
+def test_ledger_extreme_epsilon_never_raises(eps, kind):
+    # used to raise OverflowError (math.expm1 in the bounded-range RDP, eps > ~709) or ValueError (negative
+    # RDP from cancellation in the randomized-response formula, eps ~ 1e-12)
+    for count in (1, 10**6):
+        led = PrivacyLedger()
+        getattr(led, f"record_{kind}")(eps, count=count)
+        assert led.epsilon(0, "basic") == pytest.approx(count * eps, rel=1e-15)
+        all_eps = led.epsilons(1e-6)
+        assert set(all_eps) == {"basic", "advanced", "kov", "rdp"}
+        assert all(not math.isnan(v) and v >= 0 for v in all_eps.values())
+        assert min(all_eps.values()) <= count * eps * (1 + 1e-12)  # basic is always a valid certificate
+        if kind == "pure":  # KOV15 is optimal for eps-DP steps (bounded-range ones can do better)
+            assert all_eps["rdp"] >= all_eps["kov"] * (1 - 1e-9)
+        curve = led.rdp()
+        assert np.all(np.isfinite(curve)) and np.all(curve >= 0)
+
+
+def _rr_rdp_mp(eps: float, a: float, dps: int = 80) -> float:
+    mpmath = pytest.importorskip("mpmath")
+    with mpmath.workdps(dps):
+        e, al = mpmath.mpf(eps), mpmath.mpf(a)
+        return float(mpmath.log((mpmath.exp(al * e) + mpmath.exp((1 - al) * e)) / (1 + mpmath.exp(e))) / (al - 1))
+
+
+def _br_rdp_mp(eps: float, a: float, dps: int = 80) -> float:
+    # closed form at the interior optimum u* (see rdp_bounded_range), in 80-digit arithmetic
+    mpmath = pytest.importorskip("mpmath")
+    with mpmath.workdps(dps):
+        e, al = mpmath.mpf(eps), mpmath.mpf(a)
+        r = mpmath.expm1(al * e) / mpmath.expm1(e)
+        s = mpmath.log(al / (al - 1)) + mpmath.log1p(-1 / r)
+        return float((mpmath.log((r - 1) / (al - 1)) - al * s) / (al - 1))
+
+
+@pytest.mark.parametrize("eps", [1e-12, 1e-8, 1e-5, 3e-4, 0.05, 1.0, 30.0, 1e3, 1e6])
+def test_pure_and_bounded_range_rdp_are_accurate_at_every_scale(eps):
+    # the old formulas lost all digits below eps ~ 1e-6 (negative values, or 4x the true bounded-range value)
+    orders = np.array([1.01, 1.1, 2.0, 7.5, 64.0, 1024.0])
+    pure, br = rdp_pure(eps, orders), rdp_bounded_range(eps, orders)
+    for a, p, b in zip(orders, pure, br, strict=True):
+        assert p == pytest.approx(_rr_rdp_mp(eps, a), rel=1e-9)
+        assert b == pytest.approx(_br_rdp_mp(eps, a), rel=1e-9)
+    assert np.all(br <= pure) and np.all(br > 0)
+    if eps <= 1e-8:  # leading terms: a eps^2/2 (randomized response), a eps^2/8 (bounded range)
+        np.testing.assert_allclose(pure, orders * eps**2 / 2, rtol=1e-6)
+        np.testing.assert_allclose(br, orders * eps**2 / 8, rtol=1e-6)
+
+
+@pytest.mark.parametrize("eps_total", [1e-12, 1e3, 1e6, 1e12])
+@pytest.mark.parametrize("k", [1, 1000, 10**6])
+def test_advanced_per_step_solver_extreme_inputs(eps_total, k):
+    # used to raise OverflowError (math.expm1 at the bracket's end eps_total / sqrt(2k ln(1/delta)) > ~709)
+    e0 = advanced_composition_per_step_epsilon(eps_total, 1e-6, k)
+    assert 0 < e0 <= eps_total
+    assert advanced_composition_epsilon(e0, k, 1e-6) <= eps_total  # the round trip certifies the target
+    assert advanced_composition_epsilon(math.nextafter(e0, math.inf) * (1 + 1e-9), k, 1e-6) > eps_total
+    led = PrivacyLedger()
+    led.record_pure(e0, count=k)
+    assert led.epsilon(1e-6, "advanced") <= eps_total
+
+
+def test_advanced_per_step_solver_unchanged_where_it_did_not_overflow():
+    # frozen values of the solver before the bracket fix (brentq + conservative rounding, identical path)
+    assert advanced_composition_per_step_epsilon(1000.0, 1e-6, 1) == 5.230694965249076
+    assert advanced_composition_per_step_epsilon(1.0, 1e-6, 10**6) == 0.0001838116912818873
+    assert advanced_composition_per_step_epsilon(1000.0, 1e-6, 10**6) == 0.028910734587775662
+
+
+@pytest.mark.parametrize("eps0", [710.0, 1e6, 1e12, 1e200])
+def test_composition_bounds_are_inf_not_overflow_for_huge_steps(eps0):
+    assert advanced_composition_epsilon(eps0, 3, 1e-6) == math.inf
+    assert advanced_composition_epsilon_heterogeneous([0.1, eps0], 1e-6) == math.inf
+    assert max_composition_steps(eps0, 1.0, 1e-6, "advanced") == 0
+    assert max_composition_steps(eps0, 1.0, 1e-6, "filter") == 0
+    f = AdvancedCompositionFilter(1.0, 1e-6)
+    assert not f.try_spend(eps0) and f.n_steps == 0 and f.sum_sq == 0.0
+    assert kov_epsilon(eps0, 3, 1e-6) <= 3 * eps0
+
+
+def test_max_composition_steps_tiny_eps0_beyond_1e9_steps():
+    # 1e-12-DP steps: ~1e22 of them fit in (1, 1e-6) by DRV10; the old search stopped at 1e9 with RuntimeError
+    k_adv = max_composition_steps(1e-12, 1.0, 1e-6, "advanced")
+    k_fil = max_composition_steps(1e-12, 1.0, 1e-6, "filter")
+    assert 1e21 < k_adv <= k_fil
+    # (max_composition_steps evaluates k * eps0**2, advanced_composition_epsilon (k * eps0) * eps0: 1 ulp apart)
+    assert advanced_composition_epsilon(1e-12, k_adv, 1e-6) <= 1.0 * (1 + 1e-15)
+    assert advanced_composition_epsilon(1e-12, k_adv + k_adv // 10**6, 1e-6) > 1.0
+
+
+@pytest.mark.parametrize("m", [1e-200, 1e200])
+def test_extreme_noise_multipliers_give_inf_or_zero_not_errors(m):
+    for rec in ("gaussian", "subsampled_gaussian", "gg"):
+        led = PrivacyLedger()
+        if rec == "gaussian":
+            led.record_gaussian(m, count=10)
+        elif rec == "subsampled_gaussian":
+            led.record_subsampled_gaussian(m, 0.01, count=10)
+        else:
+            led.record_gg(m, 2.0, count=10)
+        out = led.epsilons(1e-6)
+        assert all(not math.isnan(v) and v >= 0 for v in out.values())
+        if m > 1:
+            assert all(v < 1e-6 for v in out.values())  # essentially no privacy loss
+        else:
+            assert all(v == math.inf for v in out.values())
+    assert gdp_epsilon(1e200, 1e-6) == math.inf
+
+
+# ------------------------------------------------------------------ RDP conversion: the tight (BBGHS20) one
+def test_rdp_conversion_matches_rdp_accountant_and_stays_above_pld_tfp_mnist_60_epochs():
+    # TF-Privacy MNIST, second setting: n = 60000, batch 256, noise multiplier 1.1, 60 epochs, delta 1e-5
+    q, steps, delta = 256 / 60000, math.ceil(60 * 60000 / 256), 1e-5
+    led = PrivacyLedger()
+    led.record_subsampled_gaussian(1.1, q, count=steps)
+    eps = led.epsilon(delta, "rdp")
+    ref, _ = _rdp_accountant_eps(1.1, q, steps, delta)
+    assert eps == pytest.approx(ref, rel=1e-6)
+    # the classic conversion rdp + log(1/delta)/(a - 1) (Mir17 Prop 3) is strictly looser here
+    a, r = ORDERS, led.rdp()
+    classic = float(np.min(r + math.log(1 / delta) / (a - 1)))
+    assert classic > 1.1 * eps
+    pld = pld_lib.from_gaussian_mechanism(1.1, sampling_prob=q, value_discretization_interval=1e-3)
+    pld_eps = pld.self_compose(steps).get_epsilon_for_delta(delta)
+    assert pld_eps < eps < 1.1 * pld_eps  # RDP is an upper bound, within 10% of the PLD reference here
+
+
+# ----------------------------------------------------------------------------------- filter: try_spend_many
+def test_try_spend_many_equals_repeated_try_spend():
+    rng = np.random.default_rng(7)
+    budgets = rng.uniform(0.001, 0.05, size=3000)
+    seq, vec = AdvancedCompositionFilter(1.0, 1e-6), AdvancedCompositionFilter(1.0, 1e-6)
+    n_seq = 0
+    for b in budgets:
+        if not seq.try_spend(b):
+            break
+        n_seq += 1
+    assert 0 < n_seq < budgets.size
+    assert vec.try_spend_many(budgets) == n_seq == vec.n_steps
+    assert vec.sum_sq == pytest.approx(seq.sum_sq, rel=1e-13) and vec.spent <= 1.0
+    # the next step refused sequentially is refused here too, and a refused all-or-nothing run records nothing
+    before = (vec.n_steps, vec.sum_sq, vec.sum_delta)
+    assert vec.try_spend_many(budgets[n_seq:], all_or_nothing=True) == 0
+    assert (vec.n_steps, vec.sum_sq, vec.sum_delta) == before
+    assert vec.try_spend_many(budgets[n_seq:]) == 0
+
+
+@pytest.mark.parametrize("eps0,eps,delta", [(0.01, 1.0, 1e-6), (0.2, 3.0, 1e-8), (0.001, 0.1, 1e-9)])
+def test_try_spend_many_equal_steps_admits_the_fixed_k_count(eps0, eps, delta):
+    k = max_composition_steps(eps0, eps, delta, "filter")
+    f = AdvancedCompositionFilter(eps, delta)
+    assert f.try_spend_many(eps0, count=k + 50) == k == f.n_steps
+    assert f.spent <= eps and not f.would_allow(eps0)
+    g = AdvancedCompositionFilter(eps, delta)
+    assert g.try_spend_many(eps0, count=k + 1, all_or_nothing=True) == 0 and g.n_steps == 0
+    assert g.try_spend_many(eps0, count=k, all_or_nothing=True) == k
+    assert g.sum_sq == f.sum_sq
+    # equal steps as a scalar with count, or as an array: the same decisions
+    h = AdvancedCompositionFilter(eps, delta)
+    assert h.try_spend_many(np.full(k + 50, eps0)) == k
+
+
+def test_try_spend_many_with_deltas_and_validation():
+    f = AdvancedCompositionFilter(1.0, 1e-5, delta_prime=5e-6)
+    assert f.try_spend_many([0.01, 0.01, 0.01], [2e-6, 2e-6, 2e-6]) == 2  # third would exceed delta'' = 5e-6
+    assert f.sum_delta == pytest.approx(4e-6)
+    assert f.try_spend_many(0.01, 1e-6, count=5) == 1
+    assert f.try_spend_many([], 0.0) == 0
+    with pytest.raises(ValueError, match="epsilons"):
+        f.try_spend_many([0.1, -0.1])
+    with pytest.raises(ValueError, match="count"):
+        f.try_spend_many(0.1, count=-1)
+    with pytest.raises(ValueError, match="deltas"):
+        f.try_spend_many([0.1, 0.1], [0.0])
+    with pytest.raises(ValueError, match="deltas"):
+        f.try_spend_many(0.1, [0.0], count=1)

@@ -17,6 +17,19 @@ DEFAULT_RDP_ORDERS: tuple[float, ...] = tuple(
 )
 
 
+def _sq(x: float) -> float:
+    """``x**2`` (the same float64 bits) without the OverflowError of Python's float power: ``inf`` past 1e154."""
+    return x**2 if abs(x) < 1e154 else math.inf
+
+
+def _expm1_or_inf(x: float) -> float:
+    """``math.expm1(x)``, or ``inf`` where it overflows float64 (x beyond ~709.78) instead of an OverflowError."""
+    try:
+        return math.expm1(x)
+    except OverflowError:
+        return math.inf
+
+
 def _check_epsilons(epsilons: Sequence[float] | np.ndarray, name: str = "epsilons") -> np.ndarray:
     arr = check_array(epsilons, name, ndim=1)
     if np.any(arr <= 0):

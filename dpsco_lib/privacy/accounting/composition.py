@@ -18,7 +18,7 @@ from dpsco_lib._validation import (
     check_int,
     check_positive,
 )
-from dpsco_lib.privacy.accounting._common import _check_epsilons, _conservative_root
+from dpsco_lib.privacy.accounting._common import _check_epsilons, _conservative_root, _expm1_or_inf, _sq
 
 # ----------------------------------------------------------------------------------------------------------------
 # Composition of pure eps-DP steps (Spec P3)
@@ -43,13 +43,14 @@ def advanced_composition_epsilon(eps0: float, k: int, delta_prime: float) -> flo
 
     .. math:: \varepsilon = \sqrt{2k\ln(1/\delta')}\,\varepsilon_0 + k\varepsilon_0(e^{\varepsilon_0}-1),
 
-    with total delta ``k delta0 + delta'`` (here delta0 = 0: pass ``delta'`` only). Spec P3.
+    with total delta ``k delta0 + delta'`` (here delta0 = 0: pass ``delta'`` only). ``inf`` (vacuous, never an
+    OverflowError) where :math:`e^{\varepsilon_0}` overflows float64 (eps0 beyond ~709.78). Spec P3.
     """
     eps0 = check_epsilon(eps0, "eps0")
     k = check_int(k, "k", lo=1)
     delta_prime = check_delta(delta_prime, "delta_prime", allow_zero=False)
     # same float64 expression as the ledger's "advanced" certificate (PrivacyLedger.epsilon)
-    return _drv_from_sums(k * eps0 * eps0, k * eps0 * math.expm1(eps0), delta_prime)
+    return _drv_from_sums(k * eps0 * eps0, k * eps0 * _expm1_or_inf(eps0), delta_prime)
 
 
 def advanced_composition_epsilon_heterogeneous(epsilons: Sequence[float] | np.ndarray, delta_prime: float) -> float:
@@ -57,7 +58,8 @@ def advanced_composition_epsilon_heterogeneous(epsilons: Sequence[float] | np.nd
     :math:`\sqrt{2\ln(1/\delta')\sum_i\varepsilon_i^2} + \sum_i \varepsilon_i(e^{\varepsilon_i}-1)`. Spec P3."""
     eps = _check_epsilons(epsilons)
     delta_prime = check_delta(delta_prime, "delta_prime", allow_zero=False)
-    return _drv_from_sums(float(np.sum(eps**2)), float(np.sum(eps * np.expm1(eps))), delta_prime)
+    with np.errstate(over="ignore"):  # e^eps beyond float64 (eps > ~709.78): the bound is +inf
+        return _drv_from_sums(float(np.sum(eps**2)), float(np.sum(eps * np.expm1(eps))), delta_prime)
 
 
 def _drv_from_sums(s2: float, s1: float, delta_prime: float) -> float:
@@ -70,7 +72,11 @@ def advanced_composition_per_step_epsilon(
     """Largest eps0 such that k adaptive (eps0, delta0)-DP steps are (eps_total, delta_total)-DP by DRV10.
 
     Solves ``sqrt(2k ln(1/delta')) eps0 + k eps0 (e^eps0 - 1) = eps_total`` with ``delta' = delta_total - k
-    delta0`` by brentq, rounded down so the returned eps0 never exceeds the target. Spec P3.
+    delta0`` by brentq, rounded down so the returned eps0 never exceeds the target. The left side is increasing
+    in eps0 and at least eps_total at ``eps_total / sqrt(2k ln(1/delta'))``, the bracket's upper end; where that
+    end is so large that the left side is not finite in float64 (e^eps0 overflows past ~709.78) the end is
+    lowered by bisection to a point where it is finite and still >= eps_total (the root is always below 709.78,
+    since k eps0 (e^eps0 - 1) alone exceeds every float64 there). Spec P3.
     """
     eps_total = check_epsilon(eps_total, "eps_total")
     delta_total = check_delta(delta_total, "delta_total", allow_zero=False)
@@ -83,9 +89,22 @@ def advanced_composition_per_step_epsilon(
 
     def fn(e0: float) -> float:
         # the exact expression of advanced_composition_epsilon, so the round trip certifies <= eps_total
-        return _drv_from_sums(k * e0 * e0, k * e0 * math.expm1(e0), delta_prime) - eps_total
+        return _drv_from_sums(k * e0 * e0, k * e0 * _expm1_or_inf(e0), delta_prime) - eps_total
 
-    return _conservative_root(fn, 0.0, eps_total / c, feasible_below=True)
+    lo, hi = 0.0, eps_total / c
+    f_hi = fn(hi)
+    while not math.isfinite(f_hi):  # only when e^hi or k hi e^hi overflows; fn(lo) <= 0 < fn(hi) is kept
+        mid = 0.5 * (lo + hi)
+        f_mid = fn(mid)
+        if f_mid <= 0:
+            lo = mid
+        else:
+            hi, f_hi = mid, f_mid
+    if f_hi < 0:
+        # fn(eps_total / c) >= 0 in exact arithmetic; < 0 in float only when the DRV term underflows
+        # (eps_total ~ 1e-300): then hi itself certifies <= eps_total and is the answer up to rounding
+        return hi
+    return _conservative_root(fn, lo, hi, feasible_below=True)
 
 
 def cor36_per_step_epsilon(epsilon: float, delta: float, k: int) -> float:
@@ -198,7 +217,8 @@ def filter_spend(epsilons: Sequence[float] | np.ndarray, delta_prime: float) -> 
     """
     eps = _check_epsilons(epsilons)
     delta_prime = check_delta(delta_prime, "delta_prime", allow_zero=False)
-    s2 = float(np.sum(eps**2))
+    with np.errstate(over="ignore"):
+        s2 = float(np.sum(eps**2))
     return math.sqrt(2 * math.log(1 / delta_prime) * s2) + 0.5 * s2
 
 
@@ -216,9 +236,9 @@ def max_composition_steps(eps0: float, epsilon: float, delta: float, method: str
 
     def ok(k: int) -> bool:
         if method == "advanced":
-            return _drv_from_sums(k * eps0**2, k * eps0 * math.expm1(eps0), delta) <= epsilon
+            return _drv_from_sums(k * _sq(eps0), k * eps0 * _expm1_or_inf(eps0), delta) <= epsilon
         if method == "filter":
-            s2 = k * eps0**2
+            s2 = k * _sq(eps0)
             return math.sqrt(2 * math.log(1 / delta) * s2) + 0.5 * s2 <= epsilon
         if method == "kov":
             return _kov_epsilon_unchecked(eps0, k, delta) <= epsilon
@@ -226,11 +246,13 @@ def max_composition_steps(eps0: float, epsilon: float, delta: float, method: str
 
     if not ok(1):
         return 0
+    # KOV15 costs O(k) memory; the closed-form tests of "advanced"/"filter" handle any k whose float is finite
+    limit = 10**9 if method == "kov" else 2**1000
     lo, hi = 1, 2
     while ok(hi):
         lo, hi = hi, hi * 2
-        if hi > 10**9:  # pragma: no cover
-            raise RuntimeError("max_composition_steps: no upper bound found")
+        if hi > limit:  # pragma: no cover
+            raise RuntimeError(f"max_composition_steps: more than {float(limit):.3g} steps (method={method!r})")
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
@@ -305,14 +327,105 @@ class AdvancedCompositionFilter:
         """Whether running one more (eps_m, delta_m)-DP step keeps the run (epsilon, delta)-DP."""
         eps_m = check_epsilon(eps_m, "eps_m")
         delta_m = check_delta(delta_m, "delta_m")
-        ok_eps = self._value(self.sum_sq + eps_m**2) <= self.epsilon
+        ok_eps = self._value(self.sum_sq + _sq(eps_m)) <= self.epsilon
         return ok_eps and self.sum_delta + delta_m <= self.delta_slack
 
     def try_spend(self, eps_m: float, delta_m: float = 0.0) -> bool:
         """Record the step and return True if allowed; otherwise record nothing and return False."""
         if not self.would_allow(eps_m, delta_m):
             return False
-        self.sum_sq += float(eps_m) ** 2
+        self.sum_sq += _sq(float(eps_m))
         self.sum_delta += float(delta_m)
         self.n_steps += 1
         return True
+
+    def try_spend_many(
+        self,
+        epsilons: float | Sequence[float] | np.ndarray,
+        deltas: float | Sequence[float] | np.ndarray = 0.0,
+        *,
+        count: int | None = None,
+        all_or_nothing: bool = False,
+    ) -> int:
+        r"""Offer a run of steps in order; record the longest admissible prefix and return its length.
+
+        The decision is that of calling :meth:`try_spend` on the steps in order and stopping at the first
+        refusal: the filter's test is monotone along a run (:math:`\sum_m\varepsilon_m^2` and
+        :math:`\sum_m\delta_m` only grow), so the first refusal ends the admissible prefix. With
+        ``all_or_nothing=True`` the run is recorded whole or not at all (returns ``n`` or 0), e.g. for one
+        algorithm step that consists of ``n`` mechanism draws.
+
+        Parameters
+        ----------
+        epsilons, deltas : float or 1-D array
+            Per-step budgets; a scalar ``epsilons`` with ``count`` stands for ``count`` equal steps (O(log count)
+            time, no array), and a scalar ``deltas`` applies to every step.
+        count : int, optional
+            Number of equal steps when ``epsilons`` is a scalar (required then, forbidden otherwise).
+        all_or_nothing : bool
+            Record all steps or none.
+
+        Notes
+        -----
+        After :math:`j` accepted steps the state is the float64 sum :math:`S_j`: the running (cumulative) sum
+        of :math:`\varepsilon_m^2` for an array, and the closed form :math:`S_0 + (j\varepsilon)\varepsilon` for
+        ``count`` equal steps. The admission test is evaluated on exactly the state that is recorded, so
+        :attr:`spent` <= epsilon holds in float64 after every call (j sequential :meth:`try_spend` calls may
+        differ from the closed form in the last ulp).
+        """
+        if count is None:
+            eps = np.atleast_1d(np.asarray(epsilons, dtype=np.float64))
+            if eps.size:
+                eps = _check_epsilons(eps, "epsilons")
+            n = eps.size
+        else:
+            n = check_int(count, "count", lo=0)
+            e = check_epsilon(epsilons, "epsilons")
+            if np.ndim(deltas) != 0:
+                raise ValueError("deltas must be a scalar when epsilons is a scalar with count")
+        if np.ndim(deltas) == 0:
+            dm = check_delta(float(deltas), "deltas")  # type: ignore[arg-type]
+            dl_arr = None
+        else:
+            dl_arr = check_array(deltas, "deltas", ndim=1, shape=(n,))
+            if np.any(dl_arr < 0) or np.any(dl_arr >= 1):
+                raise ValueError("deltas must all lie in [0, 1)")
+        if n == 0:
+            return 0
+        s0, d0 = self.sum_sq, self.sum_delta
+        if count is None:
+            with np.errstate(over="ignore"):
+                sums = s0 + np.cumsum(eps**2)
+            dsums = d0 + (np.cumsum(dl_arr) if dl_arr is not None else np.arange(1, n + 1) * dm)
+            with np.errstate(invalid="ignore", over="ignore"):
+                ok = (np.sqrt(self._log_term * sums) + 0.5 * sums <= self.epsilon) & (dsums <= self.delta_slack)
+            if ok.all():
+                j = n
+            else:  # the number of leading admitted steps (ok is monotone: True ... True False ... False)
+                j = 0 if all_or_nothing else int(np.argmin(ok))
+            if j:
+                self.sum_sq, self.sum_delta = float(sums[j - 1]), float(dsums[j - 1])
+        else:
+
+            def state(i: int) -> tuple[float, float]:
+                s = s0 + (i * e) * e if e < 1e154 else math.inf
+                return s, d0 + i * dm
+
+            def admits(i: int) -> bool:
+                s, d = state(i)
+                return self._value(s) <= self.epsilon and d <= self.delta_slack
+
+            if admits(n):
+                j = n
+            elif all_or_nothing or not admits(1):
+                j = 0
+            else:  # admits(lo) and not admits(hi): bisect on the monotone test
+                lo, hi = 1, n
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    lo, hi = (mid, hi) if admits(mid) else (lo, mid)
+                j = lo
+            if j:
+                self.sum_sq, self.sum_delta = state(j)
+        self.n_steps += j
+        return j

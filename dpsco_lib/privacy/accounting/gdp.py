@@ -15,7 +15,7 @@ from dpsco_lib._validation import (
     check_positive,
     check_probability,
 )
-from dpsco_lib.privacy.accounting._common import _check_epsilons, _conservative_root
+from dpsco_lib.privacy.accounting._common import _check_epsilons, _conservative_root, _sq
 
 # ----------------------------------------------------------------------------------------------------------------
 # mu-Gaussian DP (Spec P6) and amplification by subsampling
@@ -43,9 +43,11 @@ def gdp_epsilon(mu: float, delta: float) -> float:
         return math.inf
     if gdp_delta(mu, 0.0) <= delta:
         return 0.0
-    hi = mu**2 / 2 + mu * math.sqrt(2 * math.log(1 / delta)) + 1.0
-    while gdp_delta(mu, hi) > delta:
+    hi = _sq(mu) / 2 + mu * math.sqrt(2 * math.log(1 / delta)) + 1.0
+    while math.isfinite(hi) and gdp_delta(mu, hi) > delta:
         hi *= 2
+    if not math.isfinite(hi):  # mu beyond ~1e154: eps ~ mu^2/2 exceeds float64, the certificate is +inf
+        return math.inf
     return _conservative_root(lambda e: gdp_delta(mu, e) - delta, 0.0, hi, feasible_below=False)
 
 
@@ -63,7 +65,8 @@ def gdp_tradeoff(mu: float, alpha: float | Sequence[float] | np.ndarray) -> floa
 def gdp_compose(mus: Sequence[float] | np.ndarray) -> float:
     r"""Composition of mu_i-GDP mechanisms (adaptive): :math:`\sqrt{\sum_i \mu_i^2}`-GDP (DRS22 Cor 3.3). Spec P6."""
     arr = _check_epsilons(mus, "mus")
-    return float(math.sqrt(np.sum(arr**2)))
+    with np.errstate(over="ignore"):
+        return float(math.sqrt(np.sum(arr**2)))
 
 
 def amplify_by_subsampling(epsilon: float, delta: float, sampling_rate: float) -> tuple[float, float]:

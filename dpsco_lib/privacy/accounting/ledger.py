@@ -16,7 +16,7 @@ from dpsco_lib._validation import (
     check_positive,
     check_probability,
 )
-from dpsco_lib.privacy.accounting._common import _check_orders
+from dpsco_lib.privacy.accounting._common import _check_orders, _sq
 from dpsco_lib.privacy.accounting.composition import _drv_from_sums, _kov_epsilon_unchecked
 from dpsco_lib.privacy.accounting.gdp import gdp_epsilon
 from dpsco_lib.privacy.accounting.rdp import (
@@ -121,7 +121,10 @@ def _event_stats(ev: PrivacyEvent | ParallelEvent, orders: np.ndarray) -> _Stats
         # other methods still certify), never an OverflowError.
         expm1 = math.expm1(e) if e < 709.0 else math.inf
         return _Stats(c * e, c * e * e, c * e * expm1, True, e, c, None, rdp)
-    mu2 = c / ev.noise_multiplier**2 if ev.kind == "gaussian" else None  # type: ignore[operator]
+    mu2 = None
+    if ev.kind == "gaussian":
+        m2 = _sq(ev.noise_multiplier)  # type: ignore[arg-type]
+        mu2 = c / m2 if m2 > 0 else math.inf  # m^2 underflows to 0 only for m < 1e-162: mu is then +inf
     return _Stats(None, None, None, False, None, 0, mu2, rdp)
 
 
@@ -304,7 +307,7 @@ class PrivacyLedger:
             if st.mu2 == 0:
                 out["gdp"] = 0.0
             else:
-                out["gdp"] = gdp_epsilon(math.sqrt(st.mu2), delta) if delta > 0 else math.inf
+                out["gdp"] = gdp_epsilon(math.sqrt(st.mu2), delta) if delta > 0 and st.mu2 < math.inf else math.inf
         if "rdp" in wanted or "best" in wanted:
             out["rdp"] = rdp_to_epsilon(st.rdp, a, delta)[0]
         return out
