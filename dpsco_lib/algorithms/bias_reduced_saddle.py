@@ -64,7 +64,6 @@ non-cryptographic RNG).
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -650,22 +649,6 @@ def estimate_oracle_second_moment(
 # ---------------------------------------------------------------------------------------------------------
 # Algorithm 3: the run
 # ---------------------------------------------------------------------------------------------------------
-def _admit(filt: AdvancedCompositionFilter, eps_draw: float, m: int) -> bool:
-    """Offer m eps_draw-DP draws to the filter, all or nothing; True (and the filter updated) if admitted.
-
-    The filter's state after m equal draws is sum_sq + m eps_draw^2, and its admission test is monotone in the
-    number of draws, so the m draws are admitted iff the m-th one is: a probe copy holding the first m - 1 draws
-    is asked :meth:`~AdvancedCompositionFilter.would_allow` once (O(1) instead of m calls of ``try_spend``).
-    """
-    probe = copy.copy(filt)
-    probe.sum_sq = filt.sum_sq + (m - 1) * eps_draw * eps_draw
-    if not probe.would_allow(eps_draw):
-        return False
-    filt.sum_sq += m * eps_draw * eps_draw
-    filt.n_steps += m
-    return True
-
-
 def run_bias_reduced_smd_saddle(
     problem: SaddleProblem,
     data: Dataset,
@@ -827,7 +810,8 @@ def _run_core(problem: SaddleProblem, data: Dataset, prm: Alg3Params, eps: float
             refused_level = N
             break
         m_t = 2 * ((2 ** (N + 1)) * K_ + n_out)
-        if not _admit(filt, eps_draw, m_t):
+        # the step's m_t eps_draw-DP draws are offered to the filter all or nothing (O(1): equal steps)
+        if not filt.try_spend_many(eps_draw, count=m_t, all_or_nothing=True):
             stopped_by = "filter"
             refused_draws = m_t
             refused_level = N
