@@ -653,6 +653,17 @@ def test_max_composition_steps_tiny_eps0_beyond_1e9_steps():
     assert advanced_composition_epsilon(1e-12, k_adv + k_adv // 10**6, 1e-6) > 1.0
 
 
+def test_max_composition_steps_kov_refuses_instead_of_exhausting_memory():
+    # KOV15 is O(k) in memory: at eps0 = 1e-6 the answer (~1e11 steps) is far beyond its search limit, which
+    # used to allocate arrays of 5e8 entries on the way to a RuntimeError; now a ValueError names eps0 at 2^20.
+    with pytest.raises(ValueError, match="eps0=1e-06"):
+        max_composition_steps(1e-6, 1.0, 1e-6, "kov")
+    # below the limit the exact answer is unchanged and sits between DRV10 and the filter's bound and basic
+    k_kov = max_composition_steps(1e-2, 1.0, 1e-6, "kov")
+    assert max_composition_steps(1e-2, 1.0, 1e-6, "advanced") <= k_kov
+    assert k_kov >= max_composition_steps(1e-2, 1.0, 1e-6, "basic")
+
+
 @pytest.mark.parametrize("m", [1e-200, 1e200])
 def test_extreme_noise_multipliers_give_inf_or_zero_not_errors(m):
     for rec in ("gaussian", "subsampled_gaussian", "gg"):

@@ -222,6 +222,10 @@ def filter_spend(epsilons: Sequence[float] | np.ndarray, delta_prime: float) -> 
     return math.sqrt(2 * math.log(1 / delta_prime) * s2) + 0.5 * s2
 
 
+#: Largest k the exact KOV15 step search of :func:`max_composition_steps` evaluates (memory is O(k)).
+_KOV_MAX_STEPS = 2**20
+
+
 def max_composition_steps(eps0: float, epsilon: float, delta: float, method: str = "kov") -> int:
     """Largest k such that k eps0-DP steps are (epsilon, delta)-DP by ``method``.
 
@@ -246,13 +250,19 @@ def max_composition_steps(eps0: float, epsilon: float, delta: float, method: str
 
     if not ok(1):
         return 0
-    # KOV15 costs O(k) memory; the closed-form tests of "advanced"/"filter" handle any k whose float is finite
-    limit = 10**9 if method == "kov" else 2**1000
+    # KOV15 costs O(k) time and memory (float64 arrays of length k + 1: tens of MB and about a second at
+    # k = 2^20), so its search stops there instead of exhausting memory (2^29 entries were reached before); the
+    # closed-form tests of "advanced"/"filter" handle any k whose float is finite.
+    limit = _KOV_MAX_STEPS if method == "kov" else 2**1000
     lo, hi = 1, 2
     while ok(hi):
         lo, hi = hi, hi * 2
-        if hi > limit:  # pragma: no cover
-            raise RuntimeError(f"max_composition_steps: more than {float(limit):.3g} steps (method={method!r})")
+        if hi > limit:
+            raise ValueError(
+                f"max_composition_steps: eps0={eps0!r} admits more than {limit} steps (method={method!r}); the exact "
+                f"KOV15 search is limited to {_KOV_MAX_STEPS} steps, use method='advanced' or 'filter' (lower bounds "
+                "on the KOV answer) for smaller eps0"
+            )
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
