@@ -16,6 +16,14 @@ ALL = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 @pytest.mark.parametrize("path", ALL, ids=[p.stem for p in ALL])
 def test_notebook_contract(path):
+    import json
+
+    raw = json.loads(path.read_text())
+    # nbformat >= 4.5 requires cell ids (missing ones are only a warning today, "a hard error in future versions")
+    no_id = [i for i, c in enumerate(raw["cells"]) if "id" not in c]
+    assert not no_id, f"{path.name}: cells {no_id} have no id (nbformat 4.5 cell ids)"
+    ids = [c["id"] for c in raw["cells"]]
+    assert len(set(ids)) == len(ids), f"{path.name}: duplicate cell ids"
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
