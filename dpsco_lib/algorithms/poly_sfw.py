@@ -95,13 +95,15 @@ from dpsco_lib.privacy.accounting import (
 )
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.problems.least_squares import _row_grad_oracle
 
 __all__ = ["BUDGETS", "poly_sfw_sensitivities", "poly_sfw_theory_params", "run_poly_sfw"]
 
 BUDGETS = ("advanced", "kov", "closed_form")
 
-# Largest number of standard-Laplace draws materialized at once (32 MB of float64).
-_NOISE_BLOCK_ENTRIES = 4_000_000
+# Largest number of standard-Laplace draws materialized at once (2 MB of float64: a block stays in cache;
+# the draws are a sequential stream, so the block size does not change any value).
+_NOISE_BLOCK_ENTRIES = 262_144
 
 
 def _composed_epsilon(eps0: float, k: int, delta: float, method: str) -> float:
@@ -382,27 +384,55 @@ def run_poly_sfw(
     move(x, j, eta)
     updates = data[m:]
     # The records were validated above and the iterates are feasible by construction, so the per-step
-    # oracle skips re-validation (problem._grad is the vectorized per-record gradient of the family).
+    # oracle skips re-validation (problem._grad is the vectorized per-record gradient of the family; least
+    # squares has a row oracle on the raw arrays that skips the one-record Dataset, bit-identically).
     per_record_grad = problem._grad
+    row_grad = _row_grad_oracle(problem)
+    Xu, yu = updates.X, updates.y
     keep = 1.0 - eta
-    argmin = np.argmin
-    add = np.add
+    eta_arr = np.array(eta)  # a 0-d operand: the same IEEE products as the Python float, less call overhead
+    keep_arr = np.array(keep)
+    g_new = np.empty(fset.d)
+    g_old = np.empty(fset.d)
+    identity_scores = isinstance(fset, Simplex)
+    swap_move = identity_scores or (isinstance(fset, LpBall) and fset.p == 1.0)
+    d_set = fset.d
+    r_move = 1.0 if identity_scores else float(getattr(fset, "radius", 1.0))
+    eta_v = eta * r_move  # move_l1 adds eta * r (j < d) or eta * -r (j >= d); move_simplex adds eta
+    eta_neg = eta * -r_move
+    add, sub, mul, copyto = np.add, np.subtract, np.multiply, np.copyto
     for t in range(1, T + 1):
         r = t % block
         if r == 0:
             noise = rng.laplace(0.0, 1.0, size=(min(block, T + 1 - t), n_vertices))
             noise *= scales[t: t + noise.shape[0], None]
-        rec = updates[t - 1: t]
-        g_new = per_record_grad(x, rec)[0]
-        g_old = per_record_grad(x_prev, rec)[0]
+        if row_grad is not None:
+            row_grad(x, Xu, yu, t - 1, g_new)
+            row_grad(x_prev, Xu, yu, t - 1, g_old)
+        else:
+            rec = updates[t - 1: t]
+            g_new[:] = per_record_grad(x, rec)[0]
+            g_old[:] = per_record_grad(x_prev, rec)[0]
         # nabla_t = (1 - eta)(nabla_{t-1} + g_new - g_old) + eta g_new
-        grad += g_new - g_old
-        grad *= keep
-        grad += eta * g_new
-        j = int(argmin(add(noise[r], scores_of(grad), out=buf)))
+        sub(g_new, g_old, g_old)
+        add(grad, g_old, grad)
+        mul(grad, keep_arr, grad)
+        mul(g_new, eta_arr, g_new)
+        add(grad, g_new, grad)
+        j = int(add(noise[r], grad if identity_scores else scores_of(grad), buf).argmin())
         selected[t] = j
-        x_prev[:] = x
-        move(x, j, eta)
+        if swap_move:
+            # x_prev <- x and x <- (1 - eta) x + eta v_j without a copy: write into the other buffer and swap
+            # (the same float64 operations as move_simplex / move_l1)
+            mul(x, keep_arr, x_prev)
+            x_prev, x = x, x_prev
+            if j < d_set:
+                x[j] += eta_v
+            else:
+                x[j - d_set] += eta_neg
+        else:
+            copyto(x_prev, x)
+            move(x, j, eta)
         if t in checkpoints:
             snap_t.append(t + 1)
             snap_x.append(x.copy())

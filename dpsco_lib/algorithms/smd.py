@@ -37,6 +37,7 @@ consumed).  The library works in the idealized real-arithmetic model (float64).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -45,10 +46,11 @@ import numpy as np
 
 from dpsco_lib._validation import check_int, check_positive, check_rng
 from dpsco_lib.algorithms._result import Result
-from dpsco_lib.geometry.mirror import _entropic_step_with_weights, _pnorm_step_unchecked
+from dpsco_lib.geometry.mirror import _EntropicStepInplace, _pnorm_step_unchecked
 from dpsco_lib.geometry.norms import check_exponent, dual_exponent
 from dpsco_lib.geometry.sets import FeasibleSet, LpBall, Polytope, Simplex
 from dpsco_lib.problems.base import Problem
+from dpsco_lib.problems.least_squares import _row_grad_oracle
 
 __all__ = ["SMDParams", "run_smd", "smd_theory_params"]
 
@@ -211,8 +213,11 @@ def run_smd(
     prm = smd_theory_params(X, n=n, L0=problem.L0, setup_p=problem.p, p=p, step_size=step_size)
     d, T, eta = X.d, prm.T, prm.step_size
 
-    # state: the mirror variable (log-weights for the entropic methods, the point otherwise); x = current point
+    # state: the mirror variable (log-weights for the entropic methods, the point otherwise); x = current point.
+    # The entropic methods update preallocated buffers in place (state, weights, the lifted gradient and the
+    # primal point); each in-place operation is the float64 operation of the allocating form it replaces.
     weights: np.ndarray | None = None
+    lifted: np.ndarray | None = None
     if prm.method == "entropic":
         state = np.full(d, -math.log(d))  # log w, w = uniform
         weights = np.full(d, 1.0 / d)
@@ -228,12 +233,19 @@ def run_smd(
         R = X.radius
         state = np.full(2 * d, -math.log(2 * d))
         weights = np.full(2 * d, 1.0 / (2 * d))
+        lifted = np.empty(2 * d)
+        xbuf = np.empty(d)
 
         def primal(w: np.ndarray) -> np.ndarray:
-            return R * (w[:d] - w[d:])
+            # R * (w[:d] - w[d:])
+            np.subtract(w[:d], w[d:], out=xbuf)
+            return np.multiply(xbuf, R, out=xbuf)
 
         def lift_grad(g: np.ndarray) -> np.ndarray:
-            return np.concatenate([R * g, -R * g])
+            # np.concatenate([R * g, -R * g])
+            np.multiply(g, R, out=lifted[:d])
+            np.multiply(g, -R, out=lifted[d:])
+            return lifted
 
     elif prm.method == "entropic_lift":
         V = X.vertices()
@@ -252,35 +264,60 @@ def run_smd(
     radius = getattr(X, "radius", None)
     # A library Problem: check the dataset once (type and width, what problem.grad checks on every call), then
     # use the unvalidated per-record oracle in the loop; the iterates are finite points of X by construction.
+    # Least squares additionally gets a row oracle on the raw arrays (no one-record Dataset per step).
+    row_grad = None
     if isinstance(problem, Problem) and type(problem).grad is Problem.grad:
         data = problem._data(data)
         per_record_grad = problem._grad
+        row_grad = _row_grad_oracle(problem)
     else:
         per_record_grad = problem.grad
+    Xd = yd = None
+    gbuf = np.empty(d)
+    if row_grad is not None:
+        Xd, yd = data.X, data.y
     total = np.zeros(d)
     suffix_total = np.zeros(d)
+    keep_suffix = averaging == "suffix"  # the suffix sum is only read for this output
     t_suffix = (T + 1) // 2  # 1-based index where the suffix average starts: x_{ceil(T/2)}
     trace_t: list[int] = []
     trace_x: list[np.ndarray] = []
     x = primal(weights) if weights is not None else state
-    for t in range(T):
-        total += x
-        if t + 1 >= t_suffix:
-            suffix_total += x
-        g = np.asarray(per_record_grad(x, data[t : t + 1]), dtype=np.float64)
-        if t == 0 and (g.shape != (1, d) or not np.all(np.isfinite(g))):
-            raise ValueError(f"problem.grad must return a finite (1, {d}) array for one record, got shape {g.shape}")
-        g = g[0]
-        if weights is not None:
-            state, weights = _entropic_step_with_weights(state, lift_grad(g), eta)
-            x = primal(weights)
-        elif prm.method == "pnorm":
-            x = _pnorm_step_unchecked(x, g, eta, prm.mirror_p, radius)
-        else:
-            x = X.project(x - eta * g)
-        if trace_every is not None and ((t + 1) % trace_every == 0 or t + 1 == T):
-            trace_t.append(t + 1)
-            trace_x.append(total / (t + 1))
+    stepper = None if weights is None else _EntropicStepInplace(weights.size, eta)
+    plain_simplex = prm.method == "entropic"  # lift and primal are the identity: skip the calls
+    # The entropic step ignores overflow/invalid in eta (g - min g) (|eta g| ~ 1e308, handled by the limit
+    # branch): the errstate is entered once here instead of once per step (so such warnings of a user gradient
+    # oracle are silenced inside the loop too; no value changes, and a non-finite first gradient still raises).
+    errs = np.errstate(over="ignore", invalid="ignore") if weights is not None else contextlib.nullcontext()
+    with errs:
+        for t in range(T):
+            total += x
+            if keep_suffix and t + 1 >= t_suffix:
+                suffix_total += x
+            if row_grad is not None:
+                g = row_grad(x, Xd, yd, t, gbuf)
+                if t == 0 and not np.all(np.isfinite(g)):
+                    raise ValueError(f"problem.grad must return a finite (1, {d}) array for one record")
+            else:
+                g = np.asarray(per_record_grad(x, data[t : t + 1]), dtype=np.float64)
+                if t == 0 and (g.shape != (1, d) or not np.all(np.isfinite(g))):
+                    raise ValueError(
+                        f"problem.grad must return a finite (1, {d}) array for one record, got shape {g.shape}"
+                    )
+                g = g[0]
+            if weights is not None:
+                if plain_simplex:
+                    stepper.step(state, g, weights)
+                else:
+                    stepper.step(state, lift_grad(g), weights)
+                    x = primal(weights)
+            elif prm.method == "pnorm":
+                x = _pnorm_step_unchecked(x, g, eta, prm.mirror_p, radius)
+            else:
+                x = X.project(x - eta * g)
+            if trace_every is not None and ((t + 1) % trace_every == 0 or t + 1 == T):
+                trace_t.append(t + 1)
+                trace_x.append(total / (t + 1))
 
     if averaging == "uniform":
         out = total / T

@@ -76,6 +76,63 @@ def _entropic_step_with_weights(log_x: np.ndarray, g: np.ndarray, eta: float) ->
     return z - math.log(tot), ez / tot
 
 
+_min_reduce = np.minimum.reduce
+_sum_reduce = np.add.reduce
+
+
+class _EntropicStepInplace:
+    """In-place variant of ``_entropic_step_with_weights`` for the single-pass loops (internal).
+
+    ``step(log_x, g, w)`` overwrites ``log_x`` with log x+ and ``w`` with x+ = exp(log x+) for a fixed step
+    ``eta``, using preallocated scratch (two length-``size`` vectors and 0-d scalars: a 0-d float64 operand
+    skips the per-call conversion of a Python scalar).  All arrays are 1-D float64 of length ``size``;
+    ``log_x`` and ``w`` are distinct, ``g`` is only read (it may alias ``w``).  The caller must hold
+    ``np.errstate(over="ignore", invalid="ignore")``, entered once around its loop instead of once per step.
+
+    Every float64 operation is the one of ``_entropic_step_with_weights`` in the same order: ndarray.sum of a
+    1-D array is ``np.add.reduce`` (the same pairwise summation); the minimum and maximum are read at
+    ``argmin``/``argmax`` (the value of ndarray.min/max; a NaN falls back to the reduction; a +0/-0 tie may
+    pick the other zero, which can flip only the sign of a zero intermediate, never log x+ or x+);
+    ``eta * gs`` and ``gs * eta`` are the same IEEE product; elementwise IEEE arithmetic does not depend on
+    whether the scalar operand is a Python float or a 0-d array.  The results are bit-identical;
+    tests/test_speed_paths.py checks this.
+    """
+
+    __slots__ = ("eta", "gs", "z", "lo", "hi", "tot", "lse")
+
+    def __init__(self, size: int, eta: float) -> None:
+        self.eta = np.array(float(eta))
+        self.gs = np.empty(size)
+        self.z = np.empty(size)
+        self.lo = np.empty(())
+        self.hi = np.empty(())
+        self.tot = np.empty(())
+        self.lse = np.empty(())
+
+    def step(self, log_x: np.ndarray, g: np.ndarray, w: np.ndarray) -> None:
+        gs, z, lo, hi = self.gs, self.z, self.lo, self.hi
+        gmin = g[g.argmin()]
+        if gmin != gmin:  # NaN: keep the reduction's NaN
+            gmin = _min_reduce(g)
+        lo[()] = gmin
+        np.subtract(g, lo, gs)  # gs = g - g.min()
+        np.multiply(gs, self.eta, gs)  # eta * gs
+        np.subtract(log_x, gs, z)  # z = log_x - eta * gs
+        zmax = z[z.argmax()]
+        if not math.isfinite(zmax):
+            lx = _entropic_limit(log_x[None], g[None], float(self.eta), z[None])[0]
+            log_x[...] = lx
+            w[...] = np.exp(lx)
+            return
+        hi[()] = zmax
+        np.subtract(z, hi, z)  # z -= zmax
+        np.exp(z, w)  # ez
+        tot = _sum_reduce(w, 0, None, self.tot)  # ez.sum()
+        self.lse[()] = math.log(tot)
+        np.subtract(z, self.lse, log_x)  # z - log(tot)
+        np.divide(w, tot, w)  # ez / tot
+
+
 def _entropic_limit(log_x: np.ndarray, g: np.ndarray, eta: float, z: np.ndarray) -> np.ndarray:
     """Rows where every score overflowed to -inf: return the eta -> limit, uniform on the argmax of
     (log_x - eta g) computed at a rescaled magnitude (only reached for |eta g| ~ 1e308)."""

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from dpsco_lib._validation import check_array, check_int, check_positive, check_rng
-from dpsco_lib.geometry.norms import check_exponent, dual_exponent, lp_norm
+from dpsco_lib.geometry.norms import _lp_norms_exceed, check_exponent, dual_exponent, lp_norm
 from dpsco_lib.geometry.sets import L1Ball, LpBall, Simplex
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
@@ -39,7 +39,21 @@ from dpsco_lib.problems.dataset import Dataset
 __all__ = ["LeastSquares", "hard_least_squares", "max_feasible_norm", "random_least_squares"]
 
 _RTOL = 1e-9
+_dot = np.dot
+_mul = np.multiply
 _LOW_RANK = 50  # factors with more columns are passed to cvxpy as a dense quadratic form
+
+
+def _row_grad_oracle(problem: Any) -> Any:
+    """``problem._grad_row`` when ``problem`` is a LeastSquares whose ``_grad`` and ``_grad_row`` are the
+    class's own (not overridden by a subclass), else None (any other problem).  Internal: lets the single-pass
+    loops skip the per-step one-record Dataset while computing bit-identical gradients."""
+    if not isinstance(problem, LeastSquares):
+        return None
+    cls = type(problem)
+    if cls._grad is LeastSquares._grad and cls._grad_row is LeastSquares._grad_row:
+        return problem._grad_row
+    return None
 
 
 def max_feasible_norm(fset: Any, p: float) -> float:
@@ -187,14 +201,27 @@ class LeastSquares(Problem):
     def _mean_grad(self, x: np.ndarray, data: Dataset) -> np.ndarray:
         return (data.X @ x - data.y) @ data.X / data.n
 
+    def _grad_row(self, x: np.ndarray, X: np.ndarray, y: np.ndarray, t: int, out: np.ndarray) -> np.ndarray:
+        """Internal single-pass fast path: ``_grad(x, data[t:t+1])[0]`` written into ``out`` (1-D, length d).
+
+        ``X``, ``y`` are the arrays of a validated dataset (x 1-D float64).  The float64 operations are those of
+        ``_grad``: the inner product <X[t], x> (``np.dot`` of two 1-D float64 arrays and the (1, d) @ (d,)
+        matmul of ``_grad`` run the same BLAS dot kernel on the same memory), the residual subtraction, and
+        the residual-times-row products (IEEE multiplication commutes).  The result is bit-identical without
+        building a one-record Dataset; tests/test_speed_paths.py checks this.
+        """
+        row = X[t]
+        return _mul(row, _dot(row, x) - y[t], out)
+
     # ---- data
     def _sample(self, n: int, rng: np.random.Generator) -> Dataset:
         X, y = self.sampler(n, rng)
         return Dataset(X, y)
 
     def _row_violation(self, data: Dataset) -> np.ndarray:
-        nrm = np.asarray(lp_norm(data.X, self.q, axis=-1))
-        return (nrm > self.B_a * (1 + _RTOL)) | (np.abs(data.y) > self.B_b * (1 + _RTOL))
+        # the same booleans as lp_norm(data.X, q) > B_a (1 + rtol), without pow for integer q (norms.py)
+        too_long = _lp_norms_exceed(data.X, self.q, self.B_a * (1 + _RTOL))
+        return too_long | (np.abs(data.y) > self.B_b * (1 + _RTOL))
 
     def _clip_rows(self, data: Dataset, bad: np.ndarray) -> Dataset:
         """Rescale a to ||a||_q = B_a and clip b to [-B_b, B_b] (only the offending records)."""

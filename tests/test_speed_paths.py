@@ -1,0 +1,207 @@
+"""The internal fast paths of the single-pass loops are bit-identical to their reference forms (issue 10).
+
+SMD (Spec S1) and Poly-SFW (Spec F1) update preallocated buffers in place, read least-squares gradients
+from the raw arrays instead of one-record Datasets, and enter ``np.errstate`` once per run.  Every check
+here compares float64 bit patterns (``view(np.int64)``), so a fast path that changed any rounding, the sign
+of a zero or the order of a summation would fail.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpsco_lib.algorithms.poly_sfw import poly_sfw_sensitivities, run_poly_sfw
+from dpsco_lib.algorithms.smd import run_smd
+from dpsco_lib.geometry.mirror import _entropic_step_with_weights, _EntropicStepInplace
+from dpsco_lib.geometry.sets import L1Ball, Simplex
+from dpsco_lib.problems.least_squares import (
+    LeastSquares,
+    _row_grad_oracle,
+    hard_least_squares,
+    random_least_squares,
+)
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    b = np.ascontiguousarray(b, dtype=np.float64)
+    return a.shape == b.shape and np.array_equal(a.view(np.int64), b.view(np.int64))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# entropic step
+# ---------------------------------------------------------------------------------------------------------
+def _step_cases(rng: np.random.Generator):
+    for d in (1, 2, 3, 8, 129, 1000, 2001):
+        log_x = np.log(rng.dirichlet(np.full(d, 0.3)))
+        yield log_x, rng.standard_normal(d) * 10.0 ** rng.uniform(-3, 3), float(10.0 ** rng.uniform(-4, 2))
+    d = 50
+    lx = np.full(d, -math.log(d))
+    lx[::3] = -np.inf  # zero weights stay zero
+    yield lx, rng.standard_normal(d), 0.7
+    g = np.zeros(d)
+    g[::2] = -0.0  # +-0 ties at the minimum
+    g[5] = 3.0
+    yield np.full(d, -math.log(d)), g, 0.5
+    yield np.full(d, -math.log(d)), rng.standard_normal(d), 1e308  # every score overflows: the limit branch
+    yield np.full(d, -math.log(d)), rng.standard_normal(d) * 1e300, 1e10
+    yield np.full(d, -math.log(d)), np.full(d, 2.5), 1.0  # constant gradient
+    yield np.array([-0.0]), np.array([-0.0]), 1.0
+
+
+def test_entropic_inplace_step_is_bit_identical():
+    rng = np.random.default_rng(20261123)
+    n_cases = 0
+    for log_x, g, eta in _step_cases(rng):
+        with np.errstate(over="ignore", invalid="ignore"):
+            ref_lx, ref_w = _entropic_step_with_weights(log_x.copy(), g.copy(), eta)
+        state, w, gg = log_x.copy(), np.empty_like(log_x), g.copy()
+        with np.errstate(over="ignore", invalid="ignore"):
+            _EntropicStepInplace(log_x.size, eta).step(state, gg, w)
+        assert _same_bits(state, ref_lx), (log_x.size, eta)
+        assert _same_bits(w, ref_w), (log_x.size, eta)
+        assert _same_bits(gg, g)  # the gradient is only read
+        n_cases += 1
+    assert n_cases == 13
+
+
+def test_entropic_inplace_chain_matches_reference_chain():
+    # 300 successive steps from the uniform point, the way SMD uses the step (state fed back each time)
+    rng = np.random.default_rng(7)
+    d, eta = 400, 0.05
+    ref_lx = np.full(d, -math.log(d))
+    state = ref_lx.copy()
+    w = np.full(d, 1.0 / d)
+    stepper = _EntropicStepInplace(d, eta)
+    for _ in range(300):
+        g = rng.standard_normal(d) * 5.0
+        ref_lx, ref_w = _entropic_step_with_weights(ref_lx, g, eta)
+        with np.errstate(over="ignore", invalid="ignore"):
+            stepper.step(state, g, w)
+        assert _same_bits(state, ref_lx)
+        assert _same_bits(w, ref_w)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# least-squares row oracle
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["simplex", "l1ball", "p1.5", "random"])
+def test_row_gradient_is_bit_identical_to_grad(kind):
+    rng = np.random.default_rng(3)
+    d = 257
+    if kind == "random":
+        prob = random_least_squares(L1Ball(d, 2.0), 1.0, rng, k=7)
+    elif kind == "p1.5":
+        prob = hard_least_squares(1.5, d)
+    else:
+        prob = hard_least_squares(1.0, d, set_kind=kind)
+    data = prob.sample(300, rng)
+    row = _row_grad_oracle(prob)
+    assert row is not None
+    out = np.empty(d)
+    for t in range(data.n):
+        x = rng.standard_normal(d) * 10.0 ** rng.uniform(-8, 2)
+        ref = prob._grad(x, data[t:t + 1])[0]
+        got = row(x, data.X, data.y, t, out)
+        assert got is out
+        assert _same_bits(got, ref), t
+
+
+def test_row_oracle_only_for_unmodified_least_squares():
+    class Doubled(LeastSquares):
+        def _grad(self, x, data):
+            return 2.0 * super()._grad(x, data)
+
+    kw = dict(feature_bound=1.0, label_bound=1.0, sigma_diag=np.ones(5), sigma_factor=None, mu=np.zeros(5),
+              s2=1.0, sampler=None)
+    assert _row_grad_oracle(LeastSquares(Simplex(5), 1.0, **kw)) is not None
+    assert _row_grad_oracle(Doubled(Simplex(5), 1.0, **kw)) is None
+    assert _row_grad_oracle(object()) is None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# whole runs against the straightforward (allocating) loops the fast paths replaced
+# ---------------------------------------------------------------------------------------------------------
+def _reference_smd(problem, data, eta: float, lift_l1: bool) -> np.ndarray:
+    """Uniform-average entropic SMD written with the allocating step and problem.grad on data[t:t+1]."""
+    d, T = problem.d, data.n
+    size = 2 * d if lift_l1 else d
+    R = problem.feasible_set.radius if lift_l1 else 1.0
+    state = np.full(size, -math.log(size))
+    w = np.full(size, 1.0 / size)
+    x = R * (w[:d] - w[d:]) if lift_l1 else w
+    total = np.zeros(d)
+    for t in range(T):
+        total += x
+        g = problem.grad(x, data[t:t + 1])[0]
+        lg = np.concatenate([R * g, -R * g]) if lift_l1 else g
+        state, w = _entropic_step_with_weights(state, lg, eta)
+        x = R * (w[:d] - w[d:]) if lift_l1 else w
+    return total / T
+
+
+@pytest.mark.parametrize("lift_l1", [False, True])
+def test_run_smd_matches_reference_loop(lift_l1):
+    rng = np.random.default_rng(11)
+    d = 60
+    fset = L1Ball(d, 1.5) if lift_l1 else Simplex(d)
+    prob = random_least_squares(fset, 1.0, rng, k=4)
+    data = prob.sample(1500, rng)
+    res = run_smd(prob, data, rng=np.random.default_rng(0))
+    assert res.info["method"] == ("entropic_lift" if lift_l1 else "entropic")
+    assert _same_bits(res.x, _reference_smd(prob, data, res.params["step_size"], lift_l1))
+
+
+def _reference_poly_sfw(problem, data, res, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Poly-SFW on the simplex / l1 ball with per-step Laplace draws, problem.grad and allocating updates."""
+    fset = problem.feasible_set
+    d = fset.d
+    simplex = isinstance(fset, Simplex)
+    nv = d if simplex else 2 * d
+    r = 1.0 if simplex else fset.radius
+    n = data.n
+    T, m, eta, eps0 = res.params["T"], res.params["batch_size"], res.params["eta"], res.params["eps0"]
+    scales = (2.0 / eps0) * poly_sfw_sensitivities(T, m, eta, problem.L0, problem.L1, res.info["diameter"])
+
+    def scores(g):
+        return g if simplex else np.concatenate([g * r, g * -r])
+
+    def move(x, j):
+        x *= 1.0 - eta
+        x[j % d] += eta * (r if j < d else -r)
+
+    x_prev = np.asarray(fset.center(), dtype=np.float64).copy()
+    grad = problem.mean_grad(x_prev, data[:m])
+    sel = np.empty(T + 1, dtype=np.int64)
+    sel[0] = j = int(np.argmin(rng.laplace(0.0, 1.0, size=nv) * scales[0] + scores(grad)))
+    x = x_prev.copy()
+    move(x, j)
+    for t in range(1, T + 1):
+        rec = data[m + t - 1: m + t]
+        g_new = problem.grad(x, rec)[0]
+        g_old = problem.grad(x_prev, rec)[0]
+        grad += g_new - g_old
+        grad *= 1.0 - eta
+        grad += eta * g_new
+        noise = rng.laplace(0.0, 1.0, size=nv) * scales[t]
+        sel[t] = j = int(np.argmin(noise + scores(grad)))
+        x_prev[:] = x
+        move(x, j)
+    assert n == m + T
+    return x, sel
+
+
+@pytest.mark.parametrize("set_kind", ["simplex", "l1ball"])
+def test_run_poly_sfw_matches_reference_loop(set_kind):
+    rng = np.random.default_rng(5)
+    d = 40
+    fset = Simplex(d) if set_kind == "simplex" else L1Ball(d, 2.0)
+    prob = random_least_squares(fset, 1.0, rng, k=4)
+    data = prob.sample(1201, rng)
+    res = run_poly_sfw(prob, data, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(9), trace=True)
+    x_ref, sel_ref = _reference_poly_sfw(prob, data, res, np.random.default_rng(9))
+    assert np.array_equal(res.trace["selected"], sel_ref)
+    assert _same_bits(res.x, x_ref)
