@@ -117,11 +117,25 @@ def truncated_geometric_probabilities(N_max: int) -> np.ndarray:
     return w / w.sum()
 
 
-def _draw_levels(p: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
-    """i.i.d. levels by inversion of the cumulative law (one uniform each)."""
+def _level_cdf(p: np.ndarray) -> np.ndarray:
+    """The normalized cumulative law of the levels (the inversion table of :func:`_draw_levels`)."""
     cdf = np.cumsum(p)
     cdf /= cdf[-1]
+    return cdf
+
+
+def _draw_levels(p: np.ndarray, rng: np.random.Generator, size: int, cdf: np.ndarray | None = None) -> np.ndarray:
+    """i.i.d. levels by inversion of the cumulative law (one uniform each); ``cdf`` = ``_level_cdf(p)`` if given
+    (loops pass it once instead of recomputing it per draw: same table, same uniforms, same levels)."""
+    if cdf is None:
+        cdf = _level_cdf(p)
     return np.minimum(np.searchsorted(cdf, rng.random(size), side="right"), p.size - 1)
+
+
+def _batch_mean(g: np.ndarray) -> np.ndarray:
+    """``g.mean(axis=1)`` for a float64 array, without the wrapper: the same sum (``add.reduce`` along axis 1)
+    divided by the same count, hence the same bits."""
+    return np.true_divide(np.add.reduce(g, axis=1), g.shape[1])
 
 
 def _multilevel_points(idx: np.ndarray, K: int, dm: int) -> np.ndarray:
@@ -181,8 +195,10 @@ def _saddle_oracle(problem: SaddleProblem, batch: Dataset, log_state: np.ndarray
     pts = _multilevel_points(idx[:, :m], K, dm).reshape(m_rep, 2, 4, dm)
     X = pts[:, 0, :, :dx].reshape(4 * m_rep, dx)
     Y = pts[:, 1, :, :dy].reshape(4 * m_rep, dy)
-    gx = problem.grad_x(X, Y, batch).mean(axis=1).reshape(m_rep, 4, dx)
-    gy = problem.grad_y(X, Y, batch).mean(axis=1).reshape(m_rep, 4, dy)
+    # X, Y are finite float64 batches of simplex points built above and ``batch`` was checked by the caller, so the
+    # unchecked per-record oracles are called directly (what grad_x / grad_y do after their checks)
+    gx = _batch_mean(problem._grad_x(X, Y, batch)).reshape(m_rep, 4, dx)
+    gy = _batch_mean(problem._grad_y(X, Y, batch)).reshape(m_rep, 4, dy)
     Gx = _combine(gx, p_level)
     Gy = _combine(gy, p_level)
     if n_out > 0:
@@ -802,8 +818,9 @@ def _run_core(problem: SaddleProblem, data: Dataset, prm: Alg3Params, eps: float
     stopped_by = "max_steps"
     refused_draws = 0
     refused_level = -1
+    cdf = _level_cdf(p)
     while max_steps is None or len(levels) < max_steps:
-        N = int(_draw_levels(p, rng, 1)[0])
+        N = int(_draw_levels(p, rng, 1, cdf)[0])
         b = int(bn[N])
         if used + b > n:
             stopped_by = "data"

@@ -209,28 +209,91 @@ def gg_vr_sfw_theory_params(
     return out
 
 
-def _lq(x: np.ndarray, q: float) -> float:
-    """||x||_q of a 1-D array (internal, unvalidated; scaled by max|x_i| against overflow)."""
-    a = np.abs(x)
-    m = a.max()
-    if m == 0 or not np.isfinite(m):
+def _lq(x: np.ndarray, q: float, overwrite: bool = False) -> float:
+    """||x||_q of a 1-D array (internal, unvalidated; scaled by max|x_i| against overflow; ``overwrite=True``
+    uses ``x``, a temporary of the caller, as the scratch array).
+
+    ``m (sum_i (|x_i|/m)^q)^(1/q)``, ``m = max_i |x_i|``, evaluated in one scratch array (the same ufuncs in the
+    same order as the textbook expression, so the same bits; tests/test_speed_paths_gg_a3.py checks it).
+    """
+    a = np.abs(x, out=x) if overwrite else np.abs(x)
+    m = np.maximum.reduce(a)
+    if m == 0 or not math.isfinite(m):
         return float(m)
-    return float(m * np.sum((a / m) ** q) ** (1.0 / q))
+    np.divide(a, m, out=a)
+    a **= q
+    return float(m * np.add.reduce(a) ** (1.0 / q))
 
 
 def _lp_ball_lmo_fast(g: np.ndarray, q: float, radius: float) -> np.ndarray:
     """argmin_{||v||_p <= radius} <g, v> = -radius sign(g) |g|^(q-1)/||g||_q^(q-1) (same convention as
-    ``LpBall.lmo``: sign(0) = +1, g = 0 -> -radius e_1; the tests cross-check the two)."""
+    ``LpBall.lmo``: sign(0) = +1, g = 0 -> -radius e_1; the tests cross-check the two).
+
+    Evaluated as ``((-radius sign(g)) w) / (sum_i w_i^p)^(1/p)`` with ``w = (|g|/max|g|)^(q-1)``, in place;
+    ``-radius sign(g)`` is exact, so the bits equal those of the unfused expression.
+    """
     a = np.abs(g)
-    m = a.max()
-    sgn = np.where(g >= 0, 1.0, -1.0)
+    m = np.maximum.reduce(a)
     if m == 0:
         out = np.zeros_like(g)
         out[0] = -radius
         return out
-    w = (a / m) ** (q - 1.0)
+    out = np.where(g >= 0, -radius, radius)  # == -radius * sign(g) exactly
+    np.divide(a, m, out=a)
+    a **= q - 1.0  # w (in-place ``**`` takes the same power loop and scalar fast paths as ``**``)
     p = q / (q - 1.0)
-    return -radius * sgn * w / (np.sum(w**p) ** (1.0 / p))
+    den = np.add.reduce(a**p) ** (1.0 / p)
+    out *= a
+    out /= den
+    return out
+
+
+def _lq_rows(Z: np.ndarray, q: float) -> np.ndarray:
+    """``[_lq(z, q) for z in Z]`` for a 2-D array, vectorized over the rows: the same elementwise ufuncs, one
+    pairwise ``add.reduce`` per row and the final scalar power per row, hence the same bits as :func:`_lq`
+    (tests/test_speed_paths_gg_a3.py compares the two with ``np.array_equal``)."""
+    a = np.abs(Z)
+    m = np.maximum.reduce(a, axis=1)
+    ok = (m != 0) & np.isfinite(m)
+    np.divide(a, np.where(ok, m, 1.0)[:, None], out=a)
+    a **= q
+    s = np.add.reduce(a, axis=1)
+    inv = 1.0 / q
+    return np.array([float(m[i] * s[i] ** inv) if ok[i] else float(m[i]) for i in range(Z.shape[0])],
+                    dtype=np.float64)
+
+
+class _DeferredLqNorms:
+    """``||z_t||_q`` of vectors produced one per step, computed per block of rows by :func:`_lq_rows`.
+
+    :meth:`slot` hands out the next row of the current block for the caller to fill; a full block is normed and
+    replaced by a *new* block, so rows handed out earlier stay valid (the tree keeps references to them).
+    """
+
+    def __init__(self, count: int, d: int, q: float, block: int = 256) -> None:
+        self.out = np.empty(count)
+        self.d, self.q = d, q
+        self.block = max(1, min(block, count))
+        self.lo = self.fill = 0
+        self.buf = np.empty((self.block, d))
+
+    def slot(self) -> np.ndarray:
+        if self.fill == self.block:
+            self._flush()
+        row = self.buf[self.fill]
+        self.fill += 1
+        return row
+
+    def _flush(self) -> None:
+        self.out[self.lo:self.lo + self.fill] = _lq_rows(self.buf[:self.fill], self.q)
+        self.lo += self.fill
+        self.fill = 0
+        self.buf = np.empty((self.block, self.d))
+
+    def result(self) -> np.ndarray:
+        if self.fill:
+            self._flush()
+        return self.out
 
 
 class _UnitGG:
@@ -382,11 +445,13 @@ def run_gg_vr_sfw(
         est: list[np.ndarray] = [x] * (k + 1)
         tot: list[np.ndarray] = [x] * (k + 1)  # total noise on the path (for the measured private error)
         start: list[np.ndarray] = [x] * (k + 1)
-        znorm = np.empty(T)
+        znorms = _DeferredLqNorms(T, d, q)
         sens_out = np.zeros(T)
+        # Python scalars for the per-step bookkeeping (the same float64 values as the arrays' entries)
+        depth_l, offsets_l, etas_l = leaf_depth.tolist(), offsets.tolist(), etas.tolist()
         for t in range(T):
-            j = int(leaf_depth[t])
-            batch = data[int(offsets[t]):int(offsets[t + 1])]
+            j = int(depth_l[t])
+            batch = data[int(offsets_l[t]):int(offsets_l[t + 1])]
             if t == 0:
                 term = mean_grad(x, batch)
                 sens_t = 2.0 * L0 / b
@@ -394,7 +459,7 @@ def run_gg_vr_sfw(
             else:
                 parent = start[j - 1]
                 term = mean_grad(x, batch) - mean_grad(parent, batch)
-                dist = _lq(x - parent, p) if distance == "realized" else float(prior_dist[t])
+                dist = _lq(x - parent, p, overwrite=True) if distance == "realized" else float(prior_dist[t])
                 sens_t = 2.0 * L1 * dist / sizes[j]
                 prev_est, prev_tot = est[j - 1], tot[j - 1]
             if sens_t > 0:
@@ -402,17 +467,20 @@ def run_gg_vr_sfw(
             else:  # a data-independent term (L1 = 0 or x_u = x_parent) needs no noise
                 z = np.zeros(d)
             sens_out[t] = sens_t
-            g = prev_est + term + z
-            zt = prev_tot + z
-            snapshot = x.copy()
+            # (prev_est + term) + z; for t > 0 in the fresh difference ``term`` (at t = 0 ``term`` is the oracle's)
+            g = np.add(prev_est, term, out=term if t else None)
+            g += z
+            zt = np.add(prev_tot, z, out=znorms.slot())  # its norm is taken with the block's (same bits)
+            snapshot = x  # x is rebound (never written in place) below, so no copy is needed
             for jj in range(j, k + 1):
                 est[jj] = g
                 tot[jj] = zt
                 start[jj] = snapshot
-            znorm[t] = _lq(zt, q)
             if trace:
                 released.append(g)
-            x = (1.0 - etas[t]) * x + etas[t] * lmo(g)
+            eta_t = etas_l[t]
+            x = (1.0 - eta_t) * x + eta_t * lmo(g)
+        znorm = znorms.result()
         ledger_parts = []
         for j in range(k + 1):
             part = PrivacyLedger()
