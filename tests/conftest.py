@@ -22,7 +22,17 @@ def root() -> Path:
 
 @pytest.fixture(scope="session")
 def built_html(tmp_path_factory) -> Path:
-    """The HTML book built once per session (tests marked ``book``: test_book, test_links, test_browser)."""
+    """The HTML book built once per session (tests marked ``book``: test_book, test_links, test_browser).
+
+    ``DPSCO_BUILT_HTML=_build/html`` checks an existing build instead, e.g. the paper-profile book of
+    ``make book``: ``DPSCO_BUILT_HTML=_build/html .venv/bin/python -m pytest -m book tests``.
+    """
     from ._bookbuild import build_smoke_book
+
+    given = os.environ.get("DPSCO_BUILT_HTML")
+    if given:
+        html = Path(given) if Path(given).is_absolute() else ROOT / given
+        assert (html / "index.html").is_file(), f"DPSCO_BUILT_HTML={given}: no index.html there"
+        return html
 
     return build_smoke_book(ROOT, tmp_path_factory.mktemp("book"))
