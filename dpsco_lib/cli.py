@@ -48,19 +48,19 @@ class NotebookRun:
     error: str | None
 
 
-def toc_notebooks(root: Path) -> list[Path]:
-    """Notebooks listed in ``_toc.yml`` (entries under ``notebooks/``), in book order."""
+def toc_docnames(root: Path) -> list[str]:
+    """The ``root`` and every ``file`` entry of ``_toc.yml``, in book order, without suffix (``notebooks/01_x``)."""
     import yaml
 
     toc = yaml.safe_load((root / "_toc.yml").read_text())
-    found: list[Path] = []
+    names: list[str] = []
 
     def walk(node: object) -> None:
         if isinstance(node, dict):
             for key in ("root", "file"):
                 val = node.get(key)
-                if isinstance(val, str) and val.startswith("notebooks/"):
-                    found.append(root / (val if val.endswith(".ipynb") else val + ".ipynb"))
+                if isinstance(val, str):
+                    names.append(val)
             for val in node.values():
                 if isinstance(val, list | dict):
                     walk(val)
@@ -69,7 +69,12 @@ def toc_notebooks(root: Path) -> list[Path]:
                 walk(item)
 
     walk(toc)
-    return found
+    return [str(Path(n).with_suffix("")) if n.endswith((".md", ".ipynb")) else n for n in names]
+
+
+def toc_notebooks(root: Path) -> list[Path]:
+    """Notebooks listed in ``_toc.yml`` (entries under ``notebooks/``), in book order."""
+    return [root / f"{name}.ipynb" for name in toc_docnames(root) if name.startswith("notebooks/")]
 
 
 def resolve_notebooks(root: Path, names: Sequence[str]) -> list[Path]:

@@ -22,33 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+
+from dpsco_lib.cli import toc_docnames
 
 from .conftest import ROOT
 
 pytestmark = pytest.mark.book
 
 TIMEOUT_MS = 120_000  # generous: the machine may be shared with other jobs
-
-
-def toc_docnames(root: Path) -> list[str]:
-    """The root and every ``file`` of ``_toc.yml``, in book order (without suffix)."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    names: list[str] = [toc["root"]]
-
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if isinstance(node.get("file"), str):
-                names.append(node["file"])
-            for val in node.values():
-                if isinstance(val, list | dict):
-                    walk(val)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(toc.get("parts", toc.get("chapters", [])))
-    return [str(Path(n).with_suffix("")) if n.endswith((".md", ".ipynb")) else n for n in names]
 
 
 def _in_ci() -> bool:
