@@ -28,7 +28,8 @@ class Result:
         Record of every privacy mechanism invoked (``ledger.epsilon(delta)`` certifies the guarantee);
         None for non-private algorithms.
     info : dict
-        Anything else worth reporting (theoretical bound, method name, number of gradient calls, ...).
+        Anything else worth reporting (theoretical bound, method name, number of gradient calls, ...). Never a
+        certificate: :meth:`certified_epsilon` reads the ledger, the only certificate.
     """
 
     x: np.ndarray
@@ -37,3 +38,18 @@ class Result:
     params: dict[str, Any] = field(default_factory=dict)
     ledger: Any = None
     info: dict[str, Any] = field(default_factory=dict)
+
+    def certified_epsilon(self, delta: float, accountant: str = "best") -> float:
+        """The run's certified epsilon at ``delta``: ``ledger.epsilon(delta, accountant)``.
+
+        The ledger is the only certificate; it holds under ``self.relation`` neighbours. Raises ``ValueError``
+        for a non-private run (no ledger).
+        """
+        if self.ledger is None:
+            raise ValueError("this Result has no privacy ledger (the algorithm is not private)")
+        return float(self.ledger.epsilon(delta, accountant))
+
+    @property
+    def relation(self) -> str | None:
+        """The neighbouring relation the certificate holds under (None for a non-private run)."""
+        return None if self.ledger is None else (self.ledger.relation or "replace_one")

@@ -2,9 +2,14 @@
 
 Contents
 --------
-* :class:`PrivacyLedger` records every mechanism invocation as a frozen :class:`PrivacyEvent`
-  (homogeneous repetitions are one event with a ``count``) and certifies the whole run with
-  :meth:`PrivacyLedger.epsilon`.
+* Typed privacy events (:mod:`~dpsco_lib.privacy.accounting.events`): one frozen record per mechanism
+  (Laplace / report-noisy-max, exponential mechanism as bounded-range, Gaussian, Poisson-subsampled Gaussian,
+  generalized Gaussian, self-composition, composition, parallel composition), each with its neighbouring
+  relation, exportable to dp-accounting's ``DpEvent``.
+* :class:`PrivacyLedger` records the events of a run (homogeneous repetitions are one
+  :class:`SelfComposedEvent`) and certifies it with :meth:`PrivacyLedger.epsilon`, which evaluates
+  :func:`certify_events`; :func:`calibrate` (:mod:`~dpsco_lib.privacy.accounting.budget`) inverts the same
+  function, so calibration and certificate cannot disagree.
 * Composition of pure eps-DP steps: basic, advanced (Dwork-Rothblum-Vadhan 2010, DRV10), the optimal
   composition of Kairouz-Oh-Viswanath 2015 (KOV15), inverse solvers for the per-step budget and the
   rule of seed 001 Cor 3.6.
@@ -20,12 +25,12 @@ Submodules: :mod:`~dpsco_lib.privacy.accounting.composition` (P3), :mod:`~dpsco_
 (P5), :mod:`~dpsco_lib.privacy.accounting.gdp` (P6, amplification), :mod:`~dpsco_lib.privacy.accounting.ledger`;
 everything public is re-exported here (``from dpsco_lib.privacy.accounting import PrivacyLedger``).
 
-Neighbouring relation. The library's relation is replace-one (Spec). The per-step parameters recorded in
-a ledger (eps, noise multiplier sigma/Delta) refer to the sensitivity under that relation, and composition
-does not depend on the relation. Subsampling amplification is the exception: ``subsampled_gaussian``
-events and :func:`amplify_by_subsampling` follow MTZ19/BBG18 and hold for Poisson subsampling under the
-add/remove-one relation (and, for :func:`amplify_by_subsampling`, for sampling m of n without replacement
-under replace-one with q = m/n).
+Neighbouring relation. Every event and every ledger carries its relation: replace-one (the library's
+default) or add/remove. The per-step parameters (eps, noise multiplier sigma/Delta) refer to the
+sensitivity under that relation. Poisson subsampling amplification (``SubsampledGaussianEvent``,
+:func:`amplify_by_subsampling`) follows MTZ19/BBG18 under add/remove (and, for :func:`amplify_by_subsampling`,
+sampling m of n without replacement under replace-one with q = m/n). A ledger refuses to compose events under
+different relations; :func:`to_replace_one` converts explicitly (group privacy of two).
 
 All guarantees hold in the idealized real-arithmetic model; the library draws float64 noise from a
 non-cryptographic RNG (see the package docstring). Accounting itself is exact math evaluated in float64,
@@ -33,6 +38,14 @@ rounded conservatively where a root is solved for.
 """
 
 from dpsco_lib.privacy.accounting._common import DEFAULT_RDP_ORDERS
+from dpsco_lib.privacy.accounting.budget import (
+    ACCOUNTANTS,
+    Calibration,
+    calibrate,
+    check_accountant,
+    paper_rule_epsilon,
+    per_step_epsilon,
+)
 from dpsco_lib.privacy.accounting.composition import (
     AdvancedCompositionFilter,
     advanced_composition_epsilon,
@@ -46,8 +59,26 @@ from dpsco_lib.privacy.accounting.composition import (
     kov_per_step_epsilon,
     max_composition_steps,
 )
+from dpsco_lib.privacy.accounting.events import (
+    ADD_REMOVE,
+    RELATIONS,
+    REPLACE_ONE,
+    ComposedEvent,
+    DpEvent,
+    ExponentialEvent,
+    GaussianEvent,
+    GeneralizedGaussianEvent,
+    LaplaceEvent,
+    ParallelEvent,
+    ReplaceOneFromAddRemove,
+    ReportNoisyMaxEvent,
+    SelfComposedEvent,
+    SubsampledGaussianEvent,
+    to_dp_accounting,
+    to_replace_one,
+)
 from dpsco_lib.privacy.accounting.gdp import amplify_by_subsampling, gdp_compose, gdp_delta, gdp_epsilon, gdp_tradeoff
-from dpsco_lib.privacy.accounting.ledger import EVENT_KINDS, METHODS, ParallelEvent, PrivacyEvent, PrivacyLedger
+from dpsco_lib.privacy.accounting.ledger import METHODS, PrivacyLedger, certify_events, epsilons_of_events
 from dpsco_lib.privacy.accounting.rdp import (
     rdp_bounded_range,
     rdp_gaussian,
@@ -58,13 +89,34 @@ from dpsco_lib.privacy.accounting.rdp import (
 )
 
 __all__ = [
+    "ACCOUNTANTS",
+    "ADD_REMOVE",
     "DEFAULT_RDP_ORDERS",
-    "EVENT_KINDS",
     "METHODS",
+    "RELATIONS",
+    "REPLACE_ONE",
     "AdvancedCompositionFilter",
+    "Calibration",
+    "ComposedEvent",
+    "DpEvent",
+    "ExponentialEvent",
+    "GaussianEvent",
+    "GeneralizedGaussianEvent",
+    "LaplaceEvent",
     "ParallelEvent",
-    "PrivacyEvent",
     "PrivacyLedger",
+    "ReplaceOneFromAddRemove",
+    "ReportNoisyMaxEvent",
+    "SelfComposedEvent",
+    "SubsampledGaussianEvent",
+    "calibrate",
+    "certify_events",
+    "check_accountant",
+    "epsilons_of_events",
+    "paper_rule_epsilon",
+    "per_step_epsilon",
+    "to_dp_accounting",
+    "to_replace_one",
     "advanced_composition_epsilon",
     "advanced_composition_epsilon_heterogeneous",
     "advanced_composition_per_step_epsilon",

@@ -1,0 +1,242 @@
+"""One calibration path: the noise or per-step budget that meets a target (epsilon, delta). Spec P3, P5, P6.
+
+:func:`calibrate` evaluates :func:`~dpsco_lib.privacy.accounting.ledger.certify_events`, the very function a
+:class:`~dpsco_lib.privacy.accounting.ledger.PrivacyLedger` certifies with, so a run calibrated here and
+recorded in its ledger certifies at most its target by construction (dp-accounting's
+``calibrate_dp_mechanism`` is the model). Every private algorithm's privacy code reads: split the budget,
+:func:`calibrate` each part, record the events that ran.
+
+Accountants (``accountant=``)
+-----------------------------
+``"best"``: the tightest valid accountant for the events (the minimum over the applicable ones);
+``"rdp"``, ``"pld"`` (dp-accounting), ``"kov"`` (KOV15, exact for k steps of one pure eps0), ``"advanced"``
+(DRV10), ``"basic"``, ``"gdp"``: that accountant alone; ``"paper"``: the rule the source papers' proofs use
+for k pure steps, eps0 = eps / (2 sqrt(2 k ln(1/delta))) (Bassily-Guzman-Nandi 2021, Cor 3.6 of the
+saddle-point paper), certified by DRV10; it raises when the rule does not meet the target.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from scipy import optimize
+
+from dpsco_lib._validation import check_bool, check_delta, check_epsilon, check_int, check_positive
+from dpsco_lib.privacy.accounting.events import DpEvent, ExponentialEvent, LaplaceEvent, SelfComposedEvent
+from dpsco_lib.privacy.accounting.ledger import METHODS, certify_events
+
+ACCOUNTANTS = (*METHODS, "paper")
+
+__all__ = ["ACCOUNTANTS", "Calibration", "calibrate", "check_accountant", "paper_rule_epsilon", "per_step_epsilon"]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The result of :func:`calibrate`.
+
+    Attributes
+    ----------
+    value : float
+        The calibrated parameter (per-step epsilon, noise multiplier, ...).
+    certified_epsilon : float
+        ``certify_events(make_event(value), delta, accountant)``: at most the target.
+    accountant : str
+        The accountant that certified (``"best"`` resolves to the one achieving the minimum).
+    target_epsilon, delta : float
+        The target.
+    """
+
+    value: float
+    certified_epsilon: float
+    accountant: str
+    target_epsilon: float
+    delta: float
+
+
+def check_accountant(accountant: object, name: str = "accountant") -> str:
+    """Validate an accountant name: one of :data:`ACCOUNTANTS`."""
+    if not isinstance(accountant, str) or accountant not in ACCOUNTANTS:
+        raise ValueError(f"{name} must be one of {ACCOUNTANTS}, got {accountant!r}")
+    return accountant
+
+
+def paper_rule_epsilon(epsilon: float, delta: float, count: int) -> float:
+    """The papers' per-step rule eps0 = eps / (2 sqrt(2 k ln(1/delta))) (delta > 0)."""
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta, allow_zero=False)
+    k = check_int(count, "count", lo=1)
+    return epsilon / (2.0 * math.sqrt(2.0 * k * math.log(1.0 / delta)))
+
+
+def _certify(event: DpEvent, delta: float, accountant: str) -> float:
+    method = "advanced" if accountant == "paper" else accountant
+    return certify_events((event,), delta, method)
+
+
+def _resolved(event: DpEvent, delta: float, accountant: str) -> str:
+    if accountant == "paper":
+        return "advanced"
+    if accountant != "best":
+        return accountant
+    from dpsco_lib.privacy.accounting.ledger import epsilons_of_events
+
+    eps = epsilons_of_events((event,), delta, methods=("best",))
+    return min(eps, key=eps.__getitem__)
+
+
+def _step_to_feasible(fn: Callable[[float], float], x: float, increasing: bool, discrete: bool) -> float:
+    """Move ``x`` toward the safe side (smaller if eps increases in x) until ``fn(x) <= 0``."""
+    step = 1.0 if discrete else max(abs(x), 1e-300) * 1e-15
+    for _ in range(400):
+        if fn(x) <= 0:
+            return x
+        x = x - step if increasing else x + step
+        step *= 2.0
+    raise RuntimeError("calibrate could not reach the feasible side")  # pragma: no cover
+
+
+def _bracket(fn: Callable[[float], float], lo: float, hi: float, increasing: bool) -> tuple[float, float]:
+    # Expand [lo, hi] geometrically until fn changes sign (fn(feasible end) <= 0 < fn(other end)).
+    for _ in range(200):
+        f_lo, f_hi = fn(lo), fn(hi)
+        feasible, infeasible = (f_lo, f_hi) if increasing else (f_hi, f_lo)
+        if feasible <= 0 < infeasible:
+            return lo, hi
+        if feasible > 0:
+            lo, hi = (lo / 4.0, hi) if increasing else (lo, hi * 4.0)
+        else:
+            lo, hi = (lo, hi * 4.0) if increasing else (lo / 4.0, hi)
+    raise ValueError(f"calibrate found no parameter in [{lo!r}, {hi!r}] that meets the target")
+
+
+def calibrate(
+    make_event: Callable[[float], DpEvent],
+    *,
+    epsilon: float,
+    delta: float,
+    accountant: str = "best",
+    bracket: tuple[float, float] = (1e-6, 1.0),
+    increasing: bool = True,
+    discrete: bool = False,
+    guess: float | None = None,
+) -> Calibration:
+    """Best parameter of ``make_event`` whose certificate is at most ``epsilon`` at ``delta``.
+
+    Parameters
+    ----------
+    make_event : callable
+        ``value -> DpEvent``: the events one run records when its parameter is ``value`` (compose several with
+        :class:`~dpsco_lib.privacy.accounting.events.ComposedEvent`).
+    epsilon, delta : float
+        The target; epsilon > 0, 0 <= delta < 1.
+    accountant : str
+        One of :data:`ACCOUNTANTS` (module docstring).
+    bracket : (float, float)
+        A starting interval for the parameter, expanded geometrically when it does not contain the answer.
+    increasing : bool
+        True when the certificate grows with the parameter (a per-step epsilon: the largest feasible value is
+        returned); False when it shrinks (a noise multiplier: the smallest feasible value is returned).
+    discrete : bool
+        Integer parameters (a number of steps).
+    guess : float, optional
+        A closed-form or previously solved value (e.g. the papers' rule); it is verified and moved to the
+        feasible side by the same accountant, never trusted.
+
+    Returns
+    -------
+    Calibration
+        ``value`` with ``certify_events((make_event(value),), delta, accountant) <= epsilon``, within a relative
+        1e-12 of the boundary (continuous) or exact (discrete).
+    """
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
+    accountant = check_accountant(accountant)
+    increasing = check_bool(increasing, "increasing")
+    discrete = check_bool(discrete, "discrete")
+    lo, hi = (check_positive(b, "bracket") for b in bracket)
+    if not lo < hi:
+        raise ValueError(f"bracket must satisfy lo < hi, got {bracket!r}")
+
+    def fn(x: float) -> float:
+        return _certify(make_event(round(x) if discrete else x), delta, accountant) - epsilon
+
+    if accountant == "paper":
+        if guess is None:
+            raise ValueError("accountant='paper' needs the rule's value as guess (see paper_rule_epsilon)")
+        x = float(guess)
+        if fn(x) > 0:
+            raise ValueError(
+                f"the papers' rule ({x!r}) does not meet epsilon={epsilon!r} at delta={delta!r} under DRV10 "
+                "advanced composition; use accountant='advanced' or 'best'"
+            )
+    else:
+        x = _solve(fn, lo, hi, increasing, discrete, guess)
+    value = float(round(x)) if discrete else float(x)
+    ev = make_event(round(value) if discrete else value)
+    return Calibration(value, _certify(ev, delta, accountant), _resolved(ev, delta, accountant), epsilon, delta)
+
+
+def _solve(fn: Callable[[float], float], lo: float, hi: float, increasing: bool, discrete: bool,
+           guess: float | None) -> float:
+    if guess is not None and math.isfinite(guess) and guess > 0:
+        x = float(round(guess)) if discrete else float(guess)
+        f = fn(x)
+        if f <= 0 and (discrete or f > -1e-9 * (1.0 + abs(f))):
+            return _step_to_feasible(fn, x, increasing, discrete)  # the guess sits on the boundary already
+        lo, hi = (x / 2.0, x * 2.0) if not discrete else (max(1.0, x / 2.0), x * 2.0)
+    lo, hi = _bracket(fn, lo, hi, increasing)
+    if discrete:
+        a, b = (math.floor(lo), math.ceil(hi))
+        while b - a > 1:  # invariant: one end feasible, the other not
+            mid = (a + b) // 2
+            ok = fn(mid) <= 0
+            if ok == increasing:
+                a = mid
+            else:
+                b = mid
+        return float(a if increasing else b)
+    x = optimize.brentq(fn, lo, hi, xtol=1e-300, rtol=1e-13, maxiter=500)
+    return _step_to_feasible(fn, x, increasing, discrete)
+
+
+@lru_cache(maxsize=1024)
+def per_step_epsilon(
+    epsilon: float, delta: float, count: int, *, accountant: str = "best", mechanism: str = "pure"
+) -> Calibration:
+    """Largest eps0 such that ``count`` adaptive eps0-DP steps certify ``epsilon`` at ``delta``.
+
+    ``mechanism="pure"`` (Laplace, report-noisy-max) or ``"exponential"`` (bounded-range: RDP charges it
+    less). The closed-form inverses (DRV10, KOV15, the papers' rule) seed the solve; the same accountant that
+    certifies the ledger decides.
+    """
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
+    k = check_int(count, "count", lo=1)
+    accountant = check_accountant(accountant)
+    if mechanism not in ("pure", "exponential"):
+        raise ValueError(f"mechanism must be 'pure' or 'exponential', got {mechanism!r}")
+    cls = LaplaceEvent if mechanism == "pure" else ExponentialEvent
+
+    def make(e0: float) -> DpEvent:
+        return SelfComposedEvent(cls(e0), k)
+
+    guess = _closed_form_guess(epsilon, delta, k, accountant)
+    return calibrate(make, epsilon=epsilon, delta=delta, accountant=accountant,
+                     bracket=(epsilon / k / 4.0, epsilon), increasing=True, guess=guess)
+
+
+def _closed_form_guess(epsilon: float, delta: float, k: int, accountant: str) -> float | None:
+    from dpsco_lib.privacy.accounting.composition import advanced_composition_per_step_epsilon, kov_per_step_epsilon
+
+    if accountant == "paper":
+        return paper_rule_epsilon(epsilon, delta, k)
+    if delta == 0 or accountant == "basic":
+        return epsilon / k
+    if accountant == "advanced":
+        return advanced_composition_per_step_epsilon(epsilon, delta_total=delta, k=k)
+    if accountant == "kov" and k <= 2**16:
+        return kov_per_step_epsilon(epsilon, delta_total=delta, k=k)
+    return None
