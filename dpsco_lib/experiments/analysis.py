@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import functools
+import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -15,7 +17,7 @@ import numpy as np
 from dpsco_lib._validation import check_array, check_int, check_rng
 from dpsco_lib.experiments.cache import project_root
 
-__all__ = ["SlopeFit", "Verdict", "fit_loglog_slope", "results_dir", "summarize", "write_csv"]
+__all__ = ["SlopeFit", "Verdict", "fit_loglog_slope", "provenance", "results_dir", "summarize", "write_csv"]
 
 _STATS = {
     "mean": np.mean,
@@ -177,33 +179,152 @@ class Verdict:
         ok = math.isfinite(fit.slope) and abs(fit.slope - expected) <= tol
         return self.check(name, ok, f"{fit}; expected {expected:+.3f} +- {tol}")
 
-    def finish(self) -> None:
-        if not self.checks:
-            raise AssertionError(f"verdict of {self.notebook} has no checks: a verdict must assert something")
-        width = max(len(n) for n, _, _ in self.checks)
-        for name, passed, detail in self.checks:
-            print(f"  [{'PASS' if passed else 'FAIL'}] {name.ljust(width)}  {detail}")
+    def table_text(self) -> str:
+        """The checks as plain text, one per line (the fallback of the HTML table)."""
+        width = max((len(n) for n, _, _ in self.checks), default=0)
+        return "\n".join(
+            f"  [{'PASS' if passed else 'FAIL'}] {name.ljust(width)}  {detail}" for name, passed, detail in self.checks
+        )
+
+    def summary(self) -> str:
+        """``VERDICT <notebook>: PASS (k/k checks)`` or ``... FAIL (j of k checks failed: names)``."""
         failed = [n for n, ok, _ in self.checks if not ok]
         total = len(self.checks)
         if failed:
-            line = f"VERDICT {self.notebook}: FAIL ({len(failed)} of {total} checks failed: {', '.join(failed)})"
-            print(line)
+            return f"VERDICT {self.notebook}: FAIL ({len(failed)} of {total} checks failed: {', '.join(failed)})"
+        return f"VERDICT {self.notebook}: PASS ({total}/{total} checks)"
+
+    def table_html(self) -> str:
+        """The checks as an HTML table that wraps its text (fixed layout, full width: no sideways scrolling)."""
+        from html import escape
+
+        colours = {True: ("#137333", "#e6f4ea", "pass"), False: ("#a50e0e", "#fce8e6", "fail")}
+        cell = "padding:0.3em 0.5em;vertical-align:top;overflow-wrap:anywhere;word-break:break-word;"
+        rows = []
+        for name, passed, detail in self.checks:
+            fg, bg, word = colours[passed]
+            rows.append(
+                f'<tr class="dpsco-verdict-{word}" style="background:{bg};">'
+                f'<td style="{cell}color:{fg};font-weight:bold;">{word.upper()}</td>'
+                f'<td style="{cell}">{escape(name)}</td><td style="{cell}font-family:monospace;font-size:0.85em;">'
+                f"{escape(detail)}</td></tr>"
+            )
+        ok = all(p for _, p, _ in self.checks)
+        fg, _, _ = colours[ok]
+        head = "padding:0.3em 0.5em;text-align:left;border-bottom:2px solid #999;"
+        return (
+            '<table class="dpsco-verdict" style="table-layout:fixed;width:100%;max-width:100%;'
+            'border-collapse:collapse;margin:0.5em 0;">'
+            f'<caption style="caption-side:top;text-align:left;font-weight:bold;color:{fg};">'
+            f"{escape(self.summary())}</caption>"
+            '<colgroup><col style="width:4.5em"><col style="width:35%"><col></colgroup>'
+            f'<thead><tr><th style="{head}">result</th><th style="{head}">check</th>'
+            f'<th style="{head}">measured</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        )
+
+    def _show_table(self) -> None:
+        """In a notebook kernel: the HTML table (text fallback) with the verdict as output metadata; else print."""
+        shell = None
+        try:
+            from IPython import get_ipython
+
+            shell = get_ipython()
+        except ImportError:
+            pass
+        if shell is None or not hasattr(shell, "kernel"):
+            print(self.table_text())
+            return
+        from IPython.display import display
+
+        meta = {"dpsco": {"verdict": "PASS" if all(p for _, p, _ in self.checks) else "FAIL",
+                          "summary": self.summary()}}
+        display({"text/html": self.table_html(), "text/plain": self.table_text()}, raw=True, metadata=meta)
+
+    def finish(self) -> None:
+        if not self.checks:
+            raise AssertionError(f"verdict of {self.notebook} has no checks: a verdict must assert something")
+        self._show_table()
+        line = self.summary()
+        print(line)
+        if any(not ok for _, ok, _ in self.checks):
             raise AssertionError(line)
-        print(f"VERDICT {self.notebook}: PASS ({total}/{total} checks)")
+
+
+def _current_parameters() -> dict[str, Any]:
+    """``profile`` and ``seed`` of the running notebook (its parameters cell), when run in IPython."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:
+        shell = None
+    ns = getattr(shell, "user_ns", None) or {}
+    return {k: ns[k] for k in ("profile", "seed") if isinstance(ns.get(k), str | int)}
+
+
+def _profile_name() -> str:
+    return str(_current_parameters().get("profile") or os.environ.get("DPSCO_PROFILE") or "paper")
 
 
 def results_dir(notebook: str) -> Path:
-    """``results/<notebook>/`` under the project root (or ``$DPSCO_RESULTS_DIR``), created if needed."""
+    """``$DPSCO_RESULTS_DIR/<notebook>/`` if set, else ``results/<profile>/<notebook>/`` at the project root.
+
+    Kept per profile (the running notebook's ``profile``, else ``$DPSCO_PROFILE``, else paper), so a smoke run
+    never overwrites the paper profile's figure data; ``dpsco reproduce`` sets ``DPSCO_RESULTS_DIR`` to
+    ``results/<profile>``. Created if needed.
+    """
     if not notebook or "/" in notebook or notebook.startswith("."):
         raise ValueError(f"notebook must be a plain notebook name like '01_mechanisms', got {notebook!r}")
-    base = Path(os.environ["DPSCO_RESULTS_DIR"]) if os.environ.get("DPSCO_RESULTS_DIR") else project_root() / "results"
+    env = os.environ.get("DPSCO_RESULTS_DIR")
+    base = Path(env) if env else project_root() / "results" / _profile_name()
     out = base / notebook
     out.mkdir(parents=True, exist_ok=True)
     return out
 
 
-def write_csv(records: Iterable[Mapping[str, Any]], path: str | Path) -> Path:
-    """Write records (dicts) as CSV with the union of their keys as columns, in first-seen order."""
+@functools.cache
+def _git_commit(root: Path) -> str | None:
+    import subprocess
+
+    try:
+        proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
+def provenance() -> dict[str, Any]:
+    """Where figure data comes from: profile, seed, library (version and source hash), numpy, scipy, commit, date."""
+    import datetime
+    import platform
+
+    import scipy
+
+    from dpsco_lib._version import __version__
+    from dpsco_lib.experiments.cache import library_fingerprint
+
+    params = _current_parameters()
+    return {
+        "profile": _profile_name(),
+        "seed": params.get("seed"),
+        "dpsco_lib": __version__,
+        "library_fingerprint": library_fingerprint(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "python": platform.python_version(),
+        "commit": _git_commit(project_root()),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+def write_csv(
+    records: Iterable[Mapping[str, Any]], path: str | Path, *, provenance_info: Mapping[str, Any] | None = None
+) -> Path:
+    """Write records (dicts) as CSV with the union of their keys as columns, in first-seen order.
+
+    Next to ``x.csv`` goes ``x.provenance.json``: profile, seed, library and numpy/scipy versions, commit and
+    date (:func:`provenance`, or ``provenance_info``), so a figure can be rebuilt with the versions that made it.
+    """
     rows = [dict(r) for r in records]
     cols: list[str] = []
     for r in rows:
@@ -215,4 +336,8 @@ def write_csv(records: Iterable[Mapping[str, Any]], path: str | Path) -> Path:
         writer.writeheader()
         for r in rows:
             writer.writerow({k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()})
+    info = dict(provenance_info) if provenance_info is not None else provenance()
+    info.update(file=path.name, rows=len(rows), columns=cols)
+    side = path.with_name(path.stem + ".provenance.json")
+    side.write_text(json.dumps(info, indent=1, default=str) + "\n")
     return path

@@ -3,6 +3,11 @@
 A rerun of a notebook reuses every sweep cell whose key is unchanged; a new library version, a changed
 function body or different parameters give a new key. The cache lives in ``$DPSCO_CACHE_DIR`` or
 ``.dpsco_cache/`` at the project root; ``DPSCO_NO_CACHE=1`` disables it.
+
+Distributed sweeps: ``run_sweep`` sends each task the submitting process's absolute cache directory, so
+dask workers read and write the same cache whatever their working directory (``dpsco reproduce`` sets
+``DPSCO_CACHE_DIR`` to the checkout's ``.dpsco_cache``). Workers on other machines need that path on a
+shared file system, or run with ``DPSCO_NO_CACHE=1`` on the submitting side.
 """
 
 from __future__ import annotations
@@ -92,10 +97,11 @@ def task_key(fingerprint: str, params: Mapping[str, Any], base_seed: int, replic
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def load(key: str) -> dict[str, Any] | None:
-    if not cache_enabled():
+def load(key: str, directory: str | Path | None = None) -> dict[str, Any] | None:
+    """The cached record of ``key`` (``None`` on a miss); ``directory`` overrides :func:`cache_dir`."""
+    if directory is None and not cache_enabled():
         return None
-    path = cache_dir() / key[:2] / f"{key}.pkl"
+    path = Path(directory or cache_dir()) / key[:2] / f"{key}.pkl"
     try:
         with path.open("rb") as fh:
             return pickle.load(fh)
@@ -103,10 +109,11 @@ def load(key: str) -> dict[str, Any] | None:
         return None
 
 
-def store(key: str, record: dict[str, Any]) -> None:
-    if not cache_enabled():
+def store(key: str, record: dict[str, Any], directory: str | Path | None = None) -> None:
+    """Cache ``record`` under ``key``; ``directory`` overrides :func:`cache_dir`."""
+    if directory is None and not cache_enabled():
         return
-    folder = cache_dir() / key[:2]
+    folder = Path(directory or cache_dir()) / key[:2]
     folder.mkdir(parents=True, exist_ok=True)
     # Write then rename so a concurrent reader never sees half a file.
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -54,10 +56,17 @@ def task_rng(base_seed: int, params: Mapping[str, Any], replicate: int) -> np.ra
     return np.random.default_rng(seq)
 
 
+_FROM_ENV = "env"  # _run_task's cache location: the process's own DPSCO_CACHE_DIR / DPSCO_NO_CACHE
+
+
 def _run_task(fn: Callable[..., Mapping[str, Any]], params: dict[str, Any], base_seed: int, replicate: int,
-              fingerprint: str) -> Record:
+              fingerprint: str, cache_location: str | None = _FROM_ENV) -> Record:
+    """One task. ``cache_location`` is a directory, ``None`` (no cache) or the environment's setting: dask
+    workers get the submitting process's absolute cache directory, whatever their own working directory."""
     key = cache.task_key(fingerprint, params, base_seed, replicate)
-    hit = cache.load(key)
+    folder = None if cache_location == _FROM_ENV else cache_location
+    use_cache = cache.cache_enabled() if cache_location == _FROM_ENV else cache_location is not None
+    hit = cache.load(key, folder) if use_cache else None
     if hit is not None:
         return hit
     out = fn(rng=task_rng(base_seed, params, replicate), **params)
@@ -67,8 +76,48 @@ def _run_task(fn: Callable[..., Mapping[str, Any]], params: dict[str, Any], base
     if clash:
         raise ValueError(f"sweep function output keys {sorted(clash)} clash with parameter names")
     record: Record = {**params, "replicate": replicate, **dict(out)}
-    cache.store(key, record)
+    if use_cache:
+        cache.store(key, record, folder)
     return record
+
+
+class _ProgressFile:
+    """Sweep progress for the ``dpsco`` command: ``$DPSCO_PROGRESS_DIR/<pid>.json``, at most twice a second.
+
+    The command draws its progress bar from these files, so a sweep inside a notebook kernel reports its
+    progress without printing anything into the executed notebook.
+    """
+
+    def __init__(self, label: str, total: int) -> None:
+        folder = os.environ.get("DPSCO_PROGRESS_DIR")
+        self.path = os.path.join(folder, f"{os.getpid()}.json") if folder else None
+        self.label, self.total, self.last = label, total, 0.0
+        self.update(0, force=True)
+
+    def update(self, done: int, force: bool = False) -> None:
+        if self.path is None:
+            return
+        now = time.time()
+        if not force and done < self.total and now - self.last < 0.5:
+            return
+        self.last = now
+        try:
+            tmp = f"{self.path}.tmp"
+            with open(tmp, "w") as fh:
+                json.dump({"label": self.label, "done": done, "total": self.total, "time": now}, fh)
+            os.replace(tmp, self.path)
+        except OSError:  # progress is a courtesy: never fail a sweep over it
+            self.path = None
+
+
+def _tracked(items: Iterable[Any], label: str, total: int, show: bool) -> list[Any]:
+    """Consume ``items`` with a tqdm bar (when ``show``) and the progress file; return them as a list."""
+    report = _ProgressFile(label, total)
+    out = []
+    for item in tqdm(items, total=total, desc=label, disable=not show):
+        out.append(item)
+        report.update(len(out))
+    return out
 
 
 def _show_progress(progress: bool | None) -> bool:
@@ -137,32 +186,79 @@ def run_sweep(
     if scheduler is not None:
         return _run_dask(fn, tasks, base_seed, fingerprint, scheduler, show, label)
     if n_jobs == 1:
-        return [_run_task(fn, p, base_seed, r, fingerprint) for p, r in tqdm(tasks, desc=label, disable=not show)]
+        return _tracked((_run_task(fn, p, base_seed, r, fingerprint) for p, r in tasks), label, len(tasks), show)
 
     from joblib import Parallel, delayed
 
     parallel = Parallel(n_jobs=n_jobs, return_as="generator", batch_size="auto")
     gen = parallel(delayed(_run_task)(fn, p, base_seed, r, fingerprint) for p, r in tasks)
-    return list(tqdm(gen, total=len(tasks), desc=label, disable=not show))
+    return _tracked(gen, label, len(tasks), show)
+
+
+def worker_timeout() -> float:
+    """Seconds a distributed sweep waits while no worker is alive: ``$DPSCO_WORKER_TIMEOUT``, default 60."""
+    try:
+        value = float(os.environ.get("DPSCO_WORKER_TIMEOUT", "60"))
+    except ValueError:
+        value = 60.0
+    return value if value > 0 else 60.0
+
+
+def _alive_workers(client: Any) -> int:
+    try:
+        return len(client.nthreads())
+    except Exception:  # the scheduler itself is gone: no worker either
+        return 0
 
 
 def _run_dask(fn, tasks, base_seed, fingerprint, scheduler, show, label) -> list[Record]:
     try:
-        from distributed import Client
+        from distributed import Client, wait
     except ImportError as exc:  # pragma: no cover - depends on the optional extra
         msg = "scheduler given but dask.distributed is not installed: pip install 'dpsco-lib[dist]'"
         raise ValueError(msg) from exc
     own = isinstance(scheduler, str)
-    client = Client(scheduler) if own else scheduler
+    try:
+        client = Client(scheduler, timeout=30) if own else scheduler
+    except Exception as exc:
+        raise RuntimeError(f"cannot reach the dask scheduler at {scheduler!r}: {exc}") from exc
+    # Workers cache into the submitting process's directory (absolute), not into their own working directory.
+    location = str(cache.cache_dir().resolve()) if cache.cache_enabled() else None
+    patience = worker_timeout()
     try:
         futures = [
-            client.submit(_run_task, fn, p, base_seed, r, fingerprint, pure=False) for p, r in tasks
+            client.submit(_run_task, fn, p, base_seed, r, fingerprint, location, pure=False) for p, r in tasks
         ]
-        if show:
-            from distributed import as_completed
-
-            for _ in tqdm(as_completed(futures), total=len(futures), desc=label):
-                pass
+        report = _ProgressFile(label, len(futures))
+        bar = tqdm(total=len(futures), desc=label, disable=not show)
+        no_worker_since: float | None = None
+        try:
+            while True:
+                try:
+                    wait(futures, timeout=2.0)
+                    break
+                except TimeoutError:
+                    pass
+                done = sum(f.done() for f in futures)
+                bar.update(done - bar.n)
+                report.update(done)
+                if _alive_workers(client) > 0:
+                    no_worker_since = None
+                    continue
+                now = time.monotonic()
+                no_worker_since = no_worker_since or now
+                if now - no_worker_since >= patience:
+                    client.cancel(futures)
+                    raise RuntimeError(
+                        f"no dask worker alive at {getattr(client, 'scheduler', None) and client.scheduler.address}"
+                        f" for {patience:g} s, {len(futures) - done} of {len(futures)} tasks of sweep {label!r}"
+                        " unfinished: restart the workers (dask worker ADDRESS) or run without a scheduler"
+                        " (DPSCO_WORKER_TIMEOUT sets this wait)"
+                    )
+            bar.update(len(futures) - bar.n)
+            report.update(len(futures), force=True)
+        finally:
+            bar.close()
         return client.gather(futures)
     finally:
         if own:
