@@ -15,13 +15,13 @@ import pytest
 
 from dpsco_lib.algorithms.poly_sfw import poly_sfw_sensitivities, run_poly_sfw
 from dpsco_lib.algorithms.smd import run_smd
-from dpsco_lib.geometry.mirror import _entropic_step_with_weights, _EntropicStepInplace
+from dpsco_lib.geometry.mirror import EntropicStepInplace, entropic_step_with_weights
 from dpsco_lib.geometry.sets import L1Ball, Simplex
 from dpsco_lib.problems.least_squares import (
     LeastSquares,
-    _row_grad_oracle,
     hard_least_squares,
     random_least_squares,
+    row_grad_oracle,
 )
 
 
@@ -57,10 +57,10 @@ def test_entropic_inplace_step_is_bit_identical():
     n_cases = 0
     for log_x, g, eta in _step_cases(rng):
         with np.errstate(over="ignore", invalid="ignore"):
-            ref_lx, ref_w = _entropic_step_with_weights(log_x.copy(), g.copy(), eta)
+            ref_lx, ref_w = entropic_step_with_weights(log_x.copy(), g.copy(), eta)
         state, w, gg = log_x.copy(), np.empty_like(log_x), g.copy()
         with np.errstate(over="ignore", invalid="ignore"):
-            _EntropicStepInplace(log_x.size, eta).step(state, gg, w)
+            EntropicStepInplace(log_x.size, eta).step(state, gg, w)
         assert _same_bits(state, ref_lx), (log_x.size, eta)
         assert _same_bits(w, ref_w), (log_x.size, eta)
         assert _same_bits(gg, g)  # the gradient is only read
@@ -75,10 +75,10 @@ def test_entropic_inplace_chain_matches_reference_chain():
     ref_lx = np.full(d, -math.log(d))
     state = ref_lx.copy()
     w = np.full(d, 1.0 / d)
-    stepper = _EntropicStepInplace(d, eta)
+    stepper = EntropicStepInplace(d, eta)
     for _ in range(300):
         g = rng.standard_normal(d) * 5.0
-        ref_lx, ref_w = _entropic_step_with_weights(ref_lx, g, eta)
+        ref_lx, ref_w = entropic_step_with_weights(ref_lx, g, eta)
         with np.errstate(over="ignore", invalid="ignore"):
             stepper.step(state, g, w)
         assert _same_bits(state, ref_lx)
@@ -99,7 +99,7 @@ def test_row_gradient_is_bit_identical_to_grad(kind):
     else:
         prob = hard_least_squares(1.0, d, set_kind=kind)
     data = prob.sample(300, rng)
-    row = _row_grad_oracle(prob)
+    row = row_grad_oracle(prob)
     assert row is not None
     out = np.empty(d)
     for t in range(data.n):
@@ -117,9 +117,9 @@ def test_row_oracle_only_for_unmodified_least_squares():
 
     kw = dict(feature_bound=1.0, label_bound=1.0, sigma_diag=np.ones(5), sigma_factor=None, mu=np.zeros(5),
               s2=1.0, sampler=None)
-    assert _row_grad_oracle(LeastSquares(Simplex(5), 1.0, **kw)) is not None
-    assert _row_grad_oracle(Doubled(Simplex(5), 1.0, **kw)) is None
-    assert _row_grad_oracle(object()) is None
+    assert row_grad_oracle(LeastSquares(Simplex(5), 1.0, **kw)) is not None
+    assert row_grad_oracle(Doubled(Simplex(5), 1.0, **kw)) is None
+    assert row_grad_oracle(object()) is None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -138,7 +138,7 @@ def _reference_smd(problem, data, eta: float, lift_l1: bool) -> np.ndarray:
         total += x
         g = problem.grad(x, data[t:t + 1])[0]
         lg = np.concatenate([R * g, -R * g]) if lift_l1 else g
-        state, w = _entropic_step_with_weights(state, lg, eta)
+        state, w = entropic_step_with_weights(state, lg, eta)
         x = R * (w[:d] - w[d:]) if lift_l1 else w
     return total / T
 

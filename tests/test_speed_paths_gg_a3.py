@@ -16,7 +16,7 @@ import pytest
 import dpsco_lib.algorithms.bias_reduced_saddle as brs
 import dpsco_lib.algorithms.gg_vr_sfw as gg
 from dpsco_lib.algorithms.vr_frank_wolfe import tree_batch_schedule
-from dpsco_lib.geometry.norms import _abs_norm_keepdims, _lp_norms_exceed, lp_norm
+from dpsco_lib.geometry.norms import abs_norm_keepdims, lp_norm, lp_norms_exceed
 from dpsco_lib.geometry.sets import LpBall
 from dpsco_lib.problems.games import random_bilinear_game, random_quadratic_game
 from dpsco_lib.problems.least_squares import hard_least_squares, random_least_squares
@@ -202,9 +202,9 @@ def test_abs_norm_keepdims_overwrite_and_lp_norm_match_reference(p):
         for axis in (-1, 0):
             a = np.abs(A)
             ref = _ref_abs_norm_keepdims(a, p, axis)
-            assert _same(_abs_norm_keepdims(a, p, axis), ref)
+            assert _same(abs_norm_keepdims(a, p, axis), ref)
             assert _same(a, np.abs(A))  # overwrite=False leaves the input alone
-            assert _same(_abs_norm_keepdims(np.abs(A), p, axis, overwrite=True), ref)
+            assert _same(abs_norm_keepdims(np.abs(A), p, axis, overwrite=True), ref)
             assert _same(np.asarray(lp_norm(A, p, axis=axis)), np.squeeze(ref, axis=axis))
         assert lp_norm(A[0], p) == float(np.squeeze(_ref_abs_norm_keepdims(np.abs(A[0]), p)))
 
@@ -227,7 +227,7 @@ def test_lp_norms_exceed_equals_the_exact_comparison(p):
         for bound in (ref_row, np.nextafter(ref_row, np.inf), np.nextafter(ref_row, 0.0), ref_row * (1 + 1e-9),
                       1.0, 1e200, 1e-200):
             with np.errstate(all="ignore"):
-                assert np.array_equal(_lp_norms_exceed(X, p, float(bound)), nrm > bound)
+                assert np.array_equal(lp_norms_exceed(X, p, float(bound)), nrm > bound)
 
 
 def test_lp_norms_exceed_on_planted_records_near_the_bound():
@@ -239,12 +239,12 @@ def test_lp_norms_exceed_on_planted_records_near_the_bound():
     nrm = np.asarray(lp_norm(X, 3.0, axis=-1))
     for i, ulps in enumerate(range(-6, 7)):
         X[i] *= np.nextafter(bound, np.inf if ulps > 0 else 0.0) / nrm[i] if ulps else bound / nrm[i]
-    assert np.array_equal(_lp_norms_exceed(X, 3.0, bound), np.asarray(lp_norm(X, 3.0, axis=-1)) > bound)
+    assert np.array_equal(lp_norms_exceed(X, 3.0, bound), np.asarray(lp_norm(X, 3.0, axis=-1)) > bound)
 
 
 def test_lp_norms_exceed_rejects_non_matrices():
     with pytest.raises(ValueError, match="2-D"):
-        _lp_norms_exceed(np.ones(3), 3.0, 1.0)
+        lp_norms_exceed(np.ones(3), 3.0, 1.0)
 
 
 # ---------------------------------------------------------------------------------------------------------

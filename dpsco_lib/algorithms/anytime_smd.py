@@ -53,9 +53,9 @@ import numpy as np
 from dpsco_lib._validation import check_delta, check_epsilon, check_int, check_positive, check_rng
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.algorithms.private_smd_saddle import alg1_per_draw_budget
-from dpsco_lib.geometry.mirror import _entropic_step_unchecked, _entropic_step_with_weights
+from dpsco_lib.geometry.mirror import entropic_step_unchecked, entropic_step_with_weights
 from dpsco_lib.geometry.sets import LpBall, Simplex
-from dpsco_lib.geometry.sparsify import _inverse_cdf_draws, maurey_counts
+from dpsco_lib.geometry.sparsify import inverse_cdf_draws, maurey_counts
 from dpsco_lib.privacy.accounting import PrivacyLedger, advanced_composition_epsilon
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
@@ -482,7 +482,7 @@ def _core(problem: Problem, data: Dataset, prm: Alg5Params, radius: float, rng: 
         if k < nv:
             # the inversion branch of maurey_counts without its per-call validation (x_avg is a convex
             # combination of softmax vectors, hence a valid point of the simplex): same draws, same stream
-            return np.bincount(_inverse_cdf_draws(P[0], (k,), rng), minlength=nv)[None, :]
+            return np.bincount(inverse_cdf_draws(P[0], (k,), rng), minlength=nv)[None, :]
         return maurey_counts(P[0], k, rng)[None, :]
 
     trace = keep_trace and m == 1
@@ -521,11 +521,11 @@ def _core(problem: Problem, data: Dataset, prm: Alg5Params, radius: float, rng: 
             gw[:] = g
         # w_{t+1} prop. to w_t exp(-eta alpha_t g_t), alpha_t = t; x_{t+1} = (A_t x_t + alpha_{t+1} w_{t+1})/A_{t+1}
         if m == 1:
-            lw1, w1 = _entropic_step_with_weights(log_w[0], gw[0], eta_sampler * t)
+            lw1, w1 = entropic_step_with_weights(log_w[0], gw[0], eta_sampler * t)
             log_w[0] = lw1
             x_avg += (2.0 / (t + 2)) * (w1 - x_avg)
         else:
-            log_w = _entropic_step_unchecked(log_w, gw, eta_sampler * t)
+            log_w = entropic_step_unchecked(log_w, gw, eta_sampler * t)
             x_avg += (2.0 / (t + 2)) * (np.exp(log_w) - x_avg)
         if trace:
             tr_logw[t], tr_x[t], tr_g[t - 1] = log_w[0], x_avg[0], gw[0]
@@ -633,7 +633,7 @@ def run_anytime_smd_sco(
         "target_epsilon": float(epsilon),
         "delta": float(delta),
         # DRV of the N draws: the composition the calibration used (== led.epsilon(delta, "advanced"))
-        "certified_epsilon": advanced_composition_epsilon(prm.eps_draw, prm.n_draws, delta),
+        "certified_epsilon": advanced_composition_epsilon(prm.eps_draw, k=prm.n_draws, delta_prime=delta),
         "privacy_cap_enforced": enforce_privacy_cap,
         "gradient_evaluations": prm.T * prm.B,
         "eta_multiplier_hook": mult,

@@ -61,7 +61,7 @@ from dpsco_lib.algorithms.private_smd_saddle import (
     alg1_per_draw_budget,
     run_private_smd_saddle,
 )
-from dpsco_lib.geometry.mirror import _entropic_step_unchecked, l1_lift, l1_unlift
+from dpsco_lib.geometry.mirror import entropic_step_unchecked, l1_lift, l1_unlift
 from dpsco_lib.geometry.sets import L1Ball, Simplex
 from dpsco_lib.privacy.accounting import PrivacyLedger, advanced_composition_epsilon
 from dpsco_lib.privacy.mechanisms import sample_categorical_log
@@ -243,7 +243,7 @@ def run_alg1_query_release(
         led = PrivacyLedger()
         led.record_exponential(prm.eps_draw, count=prm.n_draws, label="Alg 1 query-release y-draws (Spec X1)")
         params = dict(prm.__dict__)
-        cert = advanced_composition_epsilon(prm.eps_draw, prm.n_draws, dl)
+        cert = advanced_composition_epsilon(prm.eps_draw, k=prm.n_draws, delta_prime=dl)
     trace = None
     if synthetic_size is not None:
         idx = sample_categorical_log(np.log(np.maximum(x, 0.0)), rng=rng, size=synthetic_size)
@@ -283,8 +283,8 @@ def _structured_core(game: LinearQueryGame, rec: np.ndarray, prm: QueryReleasePa
         gp = Q.T @ (ytil[:m] - ytil[m:])  # B y~ (data-independent)
         r = Q @ p - QH[t]  # <q_j, p_t - h_{S_t}>
         gy = np.concatenate([r, -r])  # B^T (p_t - h_{S_t}); ascent in y
-        log_p = _entropic_step_unchecked(log_p, gp[None], eta)
-        log_y = _entropic_step_unchecked(log_y, -gy[None], eta)
+        log_p = entropic_step_unchecked(log_p, gp[None], eta)
+        log_y = entropic_step_unchecked(log_y, -gy[None], eta)
     x = sum_p / T
     return x / x.sum()
 
@@ -318,8 +318,8 @@ def run_nonprivate_query_release(game: LinearQueryGame, *, rng: np.random.Genera
         if t == T - 1:
             break
         r = Q @ p - QH[t]
-        log_p = _entropic_step_unchecked(log_p, (Q.T @ (y[:m] - y[m:]))[None], eta)
-        log_y = _entropic_step_unchecked(log_y, -np.concatenate([r, -r])[None], eta)
+        log_p = entropic_step_unchecked(log_p, (Q.T @ (y[:m] - y[m:]))[None], eta)
+        log_y = entropic_step_unchecked(log_y, -np.concatenate([r, -r])[None], eta)
     x, y = sum_p / sum_p.sum(), sum_y / sum_y.sum()
     info = {"method": "non-private entropic SMD on the query game", "max_query_error": game.max_query_error(x)}
     params = {"T": T, "B": B, "eta": eta, "log_d": log_d, "rate_bound": 2 * math.sqrt(log_d / T)}

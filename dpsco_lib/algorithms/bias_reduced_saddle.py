@@ -80,13 +80,13 @@ from dpsco_lib._validation import (
     check_rng,
 )
 from dpsco_lib.algorithms._result import Result
-from dpsco_lib.algorithms.private_smd_saddle import _check_problem_data, _dims
-from dpsco_lib.geometry.mirror import _entropic_step_unchecked
+from dpsco_lib.geometry.mirror import entropic_step_unchecked
 from dpsco_lib.geometry.sparsify import maurey_probabilities
 from dpsco_lib.privacy.accounting import AdvancedCompositionFilter, PrivacyLedger
 from dpsco_lib.privacy.mechanisms import sample_categorical_log
 from dpsco_lib.problems.base import SaddleProblem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.problems.games import check_saddle_data, saddle_dims
 
 __all__ = [
     "Alg3Params",
@@ -557,7 +557,7 @@ def alg3_theory_params(
         makes the default step size very conservative.
     """
     n = check_int(n, "n", lo=1)
-    dx, dy = _dims(d)
+    dx, dy = saddle_dims(d)
     eps = check_epsilon(epsilon)
     dl = check_delta(delta, allow_zero=False)
     L0 = check_positive(L0, "L0")
@@ -774,7 +774,7 @@ def run_bias_reduced_smd_saddle_many(
 def _resolve(problem: Any, data: Any, epsilon: float, delta: float, K: Any, N_max: Any, B: Any, eta: Any,
              n_out: Any, second_moment: Any, max_steps: Any, keep_draws: Any
              ) -> tuple[Dataset, Alg3Params, float, float]:
-    data = _check_problem_data(problem, data)
+    data = check_saddle_data(problem, data)
     n = data.n
     eps = check_epsilon(epsilon)
     dl = check_delta(delta, allow_zero=False)
@@ -839,7 +839,7 @@ def _run_core(problem: SaddleProblem, data: Dataset, prm: Alg3Params, eps: float
         sum_out += out
         G[:, 0, :dx] = Gx
         G[:, 1, :dy] = -Gy  # ascent in y
-        log_state = _entropic_step_unchecked(log_state, G, eta_)
+        log_state = entropic_step_unchecked(log_state, G, eta_)
         levels.append(N)
         sizes.append(b)
         draws_count.append(m_t)

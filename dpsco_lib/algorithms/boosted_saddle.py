@@ -89,13 +89,13 @@ from dpsco_lib._validation import (
     check_rng,
 )
 from dpsco_lib.algorithms._result import Result
-from dpsco_lib.algorithms.poly_sfw import _vertex_oracle
 from dpsco_lib.algorithms.vr_frank_wolfe import (
     run_private_vr_frank_wolfe,
     tree_ledger,
     vr_frank_wolfe_theory_params,
 )
 from dpsco_lib.geometry.norms import lp_norm
+from dpsco_lib.geometry.sets import vertex_oracle
 from dpsco_lib.privacy.accounting import PrivacyLedger
 from dpsco_lib.privacy.mechanisms import exponential_mechanism_log_probs, sample_categorical_log
 from dpsco_lib.problems.base import Problem, SaddleProblem
@@ -588,7 +588,7 @@ def run_boosted_saddle(
 
     # budget c * epsilon of the Frank-Wolfe runs and the selection: largest c in the grid that the ledger certifies
     fw_sets = [(problem.y_set, 1.0), (problem.x_set, float(problem.p))]
-    fw_geom = [(_vertex_oracle(s)[0], float(s.diameter(p))) for s, p in fw_sets]
+    fw_geom = [(vertex_oracle(s)[0], float(s.diameter(p))) for s, p in fw_sets]
     n_b = split["n_best_response"]
 
     def fw_ledgers(eps_fw: float) -> list[PrivacyLedger]:

@@ -46,8 +46,8 @@ import numpy as np
 
 from dpsco_lib._validation import check_delta, check_epsilon, check_in_range, check_int, check_positive, check_rng
 from dpsco_lib.algorithms._result import Result
-from dpsco_lib.algorithms.poly_sfw import BUDGETS, _per_step_epsilon, _vertex_oracle
-from dpsco_lib.geometry.sets import LpBall, Simplex, project_l1_ball, project_simplex
+from dpsco_lib.algorithms.poly_sfw import BUDGETS, _per_step_epsilon
+from dpsco_lib.geometry.sets import LpBall, Simplex, project_l1_ball, project_simplex, vertex_oracle
 from dpsco_lib.privacy.accounting import PrivacyLedger
 from dpsco_lib.privacy.mechanisms import gaussian_sigma_analytic
 from dpsco_lib.problems.base import Problem
@@ -286,7 +286,7 @@ def fw_iterates(problem: Problem, selected: Any, eta: float) -> np.ndarray:
         raise ValueError(f"problem must be a dpsco_lib.problems.Problem, got {type(problem).__name__}")
     eta = check_in_range(eta, "eta", 0.0, 1.0, lo_inclusive=False)
     sel = np.asarray(selected, dtype=np.int64)
-    _, _, move = _vertex_oracle(problem.feasible_set)
+    _, _, move = vertex_oracle(problem.feasible_set)
     x = np.asarray(problem.feasible_set.center(), dtype=np.float64).copy()
     out = np.empty((sel.size + 1, x.size))
     out[0] = x
@@ -367,7 +367,7 @@ def run_private_vr_fw_nonconvex(
     if not math.isfinite(problem.L1):
         raise ValueError(f"the Frank-Wolfe method needs a smooth loss (finite L1), got L1={problem.L1!r}")
     fset = problem.feasible_set
-    n_vertices, scores_of, move = _vertex_oracle(fset)
+    n_vertices, scores_of, move = vertex_oracle(fset)
     D = float(fset.diameter(1.0))
     L0, L1 = float(problem.L0), float(problem.L1)
     prm = vr_fw_nonconvex_theory_params(n, n_vertices, problem.d, epsilon, delta, L0, L1, D,
@@ -536,7 +536,7 @@ def proximal_weakly_convex_theory_params(
     beta = 2.0 * rho if beta is None else check_positive(beta, "beta")
     if beta <= rho:
         raise ValueError(f"beta must exceed rho = {rho!r} (strongly convex subproblems), got beta={beta!r}")
-    nu1 = gaussian_sigma_analytic(1.0, epsilon, delta)
+    nu1 = gaussian_sigma_analytic(1.0, epsilon=epsilon, delta=delta)
     G = L0 + beta * D
     if n_outer is not None:
         T_grid = np.array([check_int(n_outer, "n_outer", lo=1, hi=n // 2)])

@@ -71,7 +71,6 @@ model with float64 noise from a non-cryptographic RNG.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -85,7 +84,7 @@ from dpsco_lib._validation import (
     check_rng,
 )
 from dpsco_lib.algorithms._result import Result
-from dpsco_lib.geometry.sets import LpBall, Polytope, Simplex
+from dpsco_lib.geometry.sets import LpBall, Simplex, vertex_oracle
 from dpsco_lib.privacy.accounting import (
     PrivacyLedger,
     advanced_composition_epsilon,
@@ -95,7 +94,7 @@ from dpsco_lib.privacy.accounting import (
 )
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
-from dpsco_lib.problems.least_squares import _row_grad_oracle
+from dpsco_lib.problems.least_squares import row_grad_oracle
 
 __all__ = ["BUDGETS", "poly_sfw_sensitivities", "poly_sfw_theory_params", "run_poly_sfw"]
 
@@ -113,7 +112,7 @@ def _composed_epsilon(eps0: float, k: int, delta: float, method: str) -> float:
         return k * eps0
     if method == "advanced":
         return math.sqrt(2 * math.log(1 / delta) * (k * eps0 * eps0)) + k * eps0 * math.expm1(eps0)
-    return kov_epsilon(eps0, k, delta)
+    return kov_epsilon(eps0, k=k, delta=delta)
 
 
 def _certified_down(eps0: float, epsilon: float, delta: float, k: int, method: str) -> float:
@@ -131,15 +130,16 @@ def _per_step_epsilon(epsilon: float, delta: float, k: int, budget: str) -> floa
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {BUDGETS}, got {budget!r}")
     if budget == "kov":
-        return _certified_down(kov_per_step_epsilon(epsilon, delta, k), epsilon, delta, k, "kov")
+        return _certified_down(kov_per_step_epsilon(epsilon, delta_total=delta, k=k), epsilon, delta, k, "kov")
     if delta == 0:
         if budget == "closed_form":
             raise ValueError("budget='closed_form' needs delta > 0 (it is the advanced-composition rule)")
         return _certified_down(epsilon / k, epsilon, 0.0, k, "basic")
     if budget == "advanced":
-        return _certified_down(advanced_composition_per_step_epsilon(epsilon, delta, k), epsilon, delta, k, "advanced")
+        e_adv = advanced_composition_per_step_epsilon(epsilon, delta_total=delta, k=k)
+        return _certified_down(e_adv, epsilon, delta, k, "advanced")
     eps0 = epsilon / (2.0 * math.sqrt(2.0 * k * math.log(1.0 / delta)))
-    if advanced_composition_epsilon(eps0, k, delta) > epsilon:
+    if advanced_composition_epsilon(eps0, k=k, delta_prime=delta) > epsilon:
         raise ValueError(
             f"budget='closed_form' (eps0 = eps/(2 sqrt(2K ln(1/delta)))) does not meet epsilon={epsilon!r} at "
             f"delta={delta!r} with K={k} steps (it needs epsilon e^eps0 <= 4 ln(1/delta)); use budget='advanced'"
@@ -250,45 +250,6 @@ def poly_sfw_theory_params(
 # ---------------------------------------------------------------------------------------------------------
 # vertex structure: O(d) scores and in-place FW updates
 # ---------------------------------------------------------------------------------------------------------
-_Scores = Callable[[np.ndarray], np.ndarray]
-_Move = Callable[[np.ndarray, int, float], None]
-
-
-def _vertex_oracle(fset: Any) -> tuple[int, _Scores, _Move]:
-    """(|V|, scores(nabla) -> (|V|,) array of <v, nabla>, move(x, j, eta): x <- (1-eta) x + eta v_j in place)."""
-    if isinstance(fset, Simplex):
-        def move_simplex(x: np.ndarray, j: int, eta: float) -> None:
-            x *= 1.0 - eta
-            x[j] += eta
-
-        return fset.d, lambda g: g, move_simplex
-    if isinstance(fset, LpBall) and fset.p == 1.0:
-        d, r = fset.d, fset.radius
-
-        def scores_l1(g: np.ndarray) -> np.ndarray:
-            s = np.empty(2 * d)
-            np.multiply(g, r, out=s[:d])
-            np.multiply(g, -r, out=s[d:])
-            return s
-
-        def move_l1(x: np.ndarray, j: int, eta: float) -> None:
-            x *= 1.0 - eta
-            x[j % d] += eta * (r if j < d else -r)
-
-        return 2 * d, scores_l1, move_l1
-    if isinstance(fset, (Polytope, LpBall)):
-        V = fset.vertices()  # Polytope; or the cube (p = inf) for small d; raises for 1 < p < inf
-
-        def move_poly(x: np.ndarray, j: int, eta: float) -> None:
-            x *= 1.0 - eta
-            x += eta * V[j]
-
-        return V.shape[0], lambda g: V @ g, move_poly
-    raise ValueError(
-        f"Poly-SFW needs a polytope (Simplex, L1Ball, Polytope or a small cube); got {type(fset).__name__}"
-    )
-
-
 def run_poly_sfw(
     problem: Problem,
     data: Dataset,
@@ -352,7 +313,7 @@ def run_poly_sfw(
     if n < 2:
         raise ValueError(f"data must hold n >= 2 records for Poly-SFW (one batch and one update), got {n}")
     fset = problem.feasible_set
-    n_vertices, scores_of, move = _vertex_oracle(fset)
+    n_vertices, scores_of, move = vertex_oracle(fset)
     D = float(fset.diameter(problem.p))
     params = poly_sfw_theory_params(
         n, n_vertices, epsilon, delta, problem.L0, problem.L1, D,
@@ -387,7 +348,7 @@ def run_poly_sfw(
     # oracle skips re-validation (problem._grad is the vectorized per-record gradient of the family; least
     # squares has a row oracle on the raw arrays that skips the one-record Dataset, bit-identically).
     per_record_grad = problem._grad
-    row_grad = _row_grad_oracle(problem)
+    row_grad = row_grad_oracle(problem)
     Xu, yu = updates.X, updates.y
     keep = 1.0 - eta
     eta_arr = np.array(eta)  # a 0-d operand: the same IEEE products as the Python float, less call overhead

@@ -56,7 +56,7 @@ from dpsco_lib._validation import (
     check_rng,
 )
 from dpsco_lib.algorithms._result import Result
-from dpsco_lib.geometry.mirror import _entropic_step_unchecked
+from dpsco_lib.geometry.mirror import entropic_step_unchecked
 from dpsco_lib.privacy.accounting import (
     PrivacyLedger,
     advanced_composition_epsilon,
@@ -66,6 +66,7 @@ from dpsco_lib.privacy.accounting import (
 from dpsco_lib.privacy.mechanisms import sample_categorical_log
 from dpsco_lib.problems.base import SaddleProblem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.problems.games import check_saddle_data, saddle_dims
 
 __all__ = [
     "REGIMES",
@@ -96,20 +97,11 @@ def _check_composition(composition: str) -> str:
     return composition
 
 
-def _dims(d: int | tuple[int, int]) -> tuple[int, int]:
-    if isinstance(d, tuple | list):
-        if len(d) != 2:
-            raise ValueError(f"d must be an int or a pair (dx, dy), got {d!r}")
-        return check_int(d[0], "dx", lo=1), check_int(d[1], "dy", lo=1)
-    dd = check_int(d, "d", lo=1)
-    return dd, dd
-
-
 @lru_cache(maxsize=4096)
 def _per_draw_budget(epsilon: float, delta: float, n_draws: int, composition: str) -> float:
     if composition == "advanced":
-        return advanced_composition_per_step_epsilon(epsilon, delta, n_draws)
-    return cor36_per_step_epsilon(epsilon, delta, n_draws)
+        return advanced_composition_per_step_epsilon(epsilon, delta_total=delta, k=n_draws)
+    return cor36_per_step_epsilon(epsilon, delta=delta, k=n_draws)
 
 
 def alg1_per_draw_budget(epsilon: float, delta: float, n_draws: int, composition: str = "advanced") -> float:
@@ -284,7 +276,7 @@ def alg1_theory_params(
         ``ValueError`` unless ``enforce_privacy_cap=False``.
     """
     n = check_int(n, "n", lo=1)
-    dx, dy = _dims(d)
+    dx, dy = saddle_dims(d)
     eps = check_epsilon(epsilon)
     dl = check_delta(delta, allow_zero=False)
     L0 = check_positive(L0, "L0")
@@ -346,14 +338,6 @@ def alg1_theory_params(
 # ---------------------------------------------------------------------------------------------------------
 # the algorithm
 # ---------------------------------------------------------------------------------------------------------
-def _check_problem_data(problem: Any, data: Any) -> Dataset:
-    if not isinstance(problem, SaddleProblem):
-        raise ValueError(f"problem must be a SaddleProblem, got {type(problem).__name__}")
-    if not isinstance(data, Dataset):
-        raise ValueError(f"data must be a dpsco_lib.problems.Dataset, got {type(data).__name__}")
-    return problem.validate_data(data)
-
-
 def _core(problem: SaddleProblem, data: Dataset, K: int, T: int, B: int, eta: float, rng: np.random.Generator,
           m: int, keep_draws: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
     """m independent runs of Algorithm 1 at once; returns the output averages (m, dx), (m, dy) and optionally
@@ -385,7 +369,7 @@ def _core(problem: SaddleProblem, data: Dataset, K: int, T: int, B: int, eta: fl
         batch = data[t * B : (t + 1) * B]
         G[:, 0, :dx] = problem.grad_x(xt, yt, batch).mean(axis=1)
         G[:, 1, :dy] = -problem.grad_y(xt, yt, batch).mean(axis=1)  # ascent in y
-        log_state = _entropic_step_unchecked(log_state, G, eta)
+        log_state = entropic_step_unchecked(log_state, G, eta)
     return sum_x / T, sum_y / T, draws_x, draws_y
 
 
@@ -463,7 +447,7 @@ def run_private_smd_saddle(
         certificates and the target.
     """
     rng = check_rng(rng)
-    data = _check_problem_data(problem, data)
+    data = check_saddle_data(problem, data)
     prm = _resolve(problem, data.n, epsilon, delta, regime, K, T, eta, composition, enforce_privacy_cap)
     x, y, dx_, dy_ = _core(problem, data, prm.K, prm.T, prm.B, prm.eta, rng, 1, keep_draws)
     led = _ledger(prm)
@@ -474,7 +458,7 @@ def run_private_smd_saddle(
         "delta": float(delta),
         # = led.epsilon(delta, method="advanced") (same float64 expression), without evaluating every other
         # accountant (the exact KOV composition costs O(2KT))
-        "certified_epsilon": advanced_composition_epsilon(prm.eps_draw, prm.n_draws, delta),
+        "certified_epsilon": advanced_composition_epsilon(prm.eps_draw, k=prm.n_draws, delta_prime=delta),
         "privacy_cap_enforced": enforce_privacy_cap,
     }
     return Result(x=x[0], y=y[0], trace=trace, params=prm.as_dict(), ledger=led, info=info)
@@ -505,7 +489,7 @@ def run_private_smd_saddle_many(
     rng = check_rng(rng)
     n_runs = check_int(n_runs, "n_runs", lo=1)
     chunk = check_int(chunk, "chunk", lo=1)
-    data = _check_problem_data(problem, data)
+    data = check_saddle_data(problem, data)
     prm = _resolve(problem, data.n, epsilon, delta, regime, K, T, eta, composition, enforce_privacy_cap)
     xs, ys, dxs, dys = [], [], [], []
     done = 0
@@ -539,7 +523,7 @@ def run_smd_saddle(
     Deterministic given the data (``rng`` is accepted for API uniformity and not consumed).
     """
     check_rng(rng)
-    data = _check_problem_data(problem, data)
+    data = check_saddle_data(problem, data)
     n = data.n
     T = n if T is None else check_int(T, "T", lo=1, hi=n)
     dx, dy = problem.dx, problem.dy
@@ -562,7 +546,7 @@ def run_smd_saddle(
         batch = data[t * B : (t + 1) * B]
         G[0, :dx] = problem.grad_x(xt, yt, batch).mean(axis=0)
         G[1, :dy] = -problem.grad_y(xt, yt, batch).mean(axis=0)
-        log_state = _entropic_step_unchecked(log_state, G, eta)
+        log_state = entropic_step_unchecked(log_state, G, eta)
     x, y = sx / T, sy / T
     x, y = x / x.sum(), y / y.sum()
     params = {"T": T, "B": B, "eta": eta, "log_d": log_d, "rate_bound": 2 * problem.L0 * math.sqrt(log_d / T)}

@@ -46,11 +46,11 @@ import numpy as np
 
 from dpsco_lib._validation import check_int, check_positive, check_rng
 from dpsco_lib.algorithms._result import Result
-from dpsco_lib.geometry.mirror import _EntropicStepInplace, _pnorm_step_unchecked
+from dpsco_lib.geometry.mirror import EntropicStepInplace, pnorm_step_unchecked
 from dpsco_lib.geometry.norms import check_exponent, dual_exponent
 from dpsco_lib.geometry.sets import FeasibleSet, LpBall, Polytope, Simplex
 from dpsco_lib.problems.base import Problem
-from dpsco_lib.problems.least_squares import _row_grad_oracle
+from dpsco_lib.problems.least_squares import row_grad_oracle
 
 __all__ = ["SMDParams", "run_smd", "smd_theory_params"]
 
@@ -181,7 +181,10 @@ def run_smd(
     problem
         Exposes ``feasible_set``, ``d``, ``p`` (setup norm), ``L0`` and ``grad(x, batch) -> (m, d)``.
     data
-        A dataset with ``len(data)`` and slicing ``data[i:j]``; record t is used at step t only.
+        A dataset with ``len(data)`` and slicing ``data[i:j]``; record t is used at step t only. A problem with
+        ``validate_data`` (every library Problem) checks it first: records outside the declared bounds raise
+        ``ValueError`` (the rate bound assumes them; clip explicitly with ``problem.validate_data(data,
+        clip=True)``).
     rng : numpy.random.Generator
         Accepted for API uniformity; SMD is deterministic given the data.
     p : float, optional
@@ -205,6 +208,10 @@ def run_smd(
     if averaging not in _AVERAGING:
         raise ValueError(f"averaging must be one of {_AVERAGING}, got {averaging!r}")
     X = problem.feasible_set
+    if isinstance(problem, Problem) or callable(getattr(problem, "validate_data", None)):
+        # every record must satisfy the declared bounds: rate_bound (through L0) holds only for such data; a
+        # violation raises ValueError naming the data and the bound (valid data is returned as is)
+        data = problem.validate_data(data)
     n = len(data)
     if n < 1:
         raise ValueError("data must contain at least one record")
@@ -262,14 +269,14 @@ def run_smd(
         state = X.center().astype(np.float64)
 
     radius = getattr(X, "radius", None)
-    # A library Problem: check the dataset once (type and width, what problem.grad checks on every call), then
-    # use the unvalidated per-record oracle in the loop; the iterates are finite points of X by construction.
-    # Least squares additionally gets a row oracle on the raw arrays (no one-record Dataset per step).
+    # A library Problem: the dataset was checked once above (type, width and the declared record bounds, more than
+    # problem.grad checks on every call), so the loop uses the unvalidated per-record oracle; the iterates are
+    # finite points of X by construction. Least squares additionally gets a row oracle on the raw arrays (no
+    # one-record Dataset per step).
     row_grad = None
     if isinstance(problem, Problem) and type(problem).grad is Problem.grad:
-        data = problem._data(data)
         per_record_grad = problem._grad
-        row_grad = _row_grad_oracle(problem)
+        row_grad = row_grad_oracle(problem)
     else:
         per_record_grad = problem.grad
     Xd = yd = None
@@ -283,7 +290,7 @@ def run_smd(
     trace_t: list[int] = []
     trace_x: list[np.ndarray] = []
     x = primal(weights) if weights is not None else state
-    stepper = None if weights is None else _EntropicStepInplace(weights.size, eta)
+    stepper = None if weights is None else EntropicStepInplace(weights.size, eta)
     plain_simplex = prm.method == "entropic"  # lift and primal are the identity: skip the calls
     # The entropic step ignores overflow/invalid in eta (g - min g) (|eta g| ~ 1e308, handled by the limit
     # branch): the errstate is entered once here instead of once per step (so such warnings of a user gradient
@@ -312,7 +319,7 @@ def run_smd(
                     stepper.step(state, lift_grad(g), weights)
                     x = primal(weights)
             elif prm.method == "pnorm":
-                x = _pnorm_step_unchecked(x, g, eta, prm.mirror_p, radius)
+                x = pnorm_step_unchecked(x, g, eta, prm.mirror_p, radius)
             else:
                 x = X.project(x - eta * g)
             if trace_every is not None and ((t + 1) % trace_every == 0 or t + 1 == T):

@@ -79,8 +79,8 @@ import numpy as np
 
 from dpsco_lib._validation import check_delta, check_epsilon, check_in_range, check_int, check_positive, check_rng
 from dpsco_lib.algorithms._result import Result
-from dpsco_lib.algorithms.poly_sfw import _vertex_oracle
 from dpsco_lib.geometry.norms import lp_norm
+from dpsco_lib.geometry.sets import vertex_oracle
 from dpsco_lib.privacy.accounting import PrivacyLedger, advanced_composition_per_step_epsilon
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
@@ -198,7 +198,7 @@ def _depth_eps(theta: float, delta: float, depth: int) -> np.ndarray:
         m = 1 << (depth - j)
         e = theta / m
         if delta > 0 and m > 1:
-            e = max(e, advanced_composition_per_step_epsilon(theta, delta, m))
+            e = max(e, advanced_composition_per_step_epsilon(theta, delta_total=delta, k=m))
         out[j] = e
     return out
 
@@ -428,7 +428,7 @@ def run_private_vr_frank_wolfe(
     if n < 4:
         raise ValueError(f"data must hold n >= 4 records for a tree of depth >= 1, got {n}")
     fset = problem.feasible_set
-    n_vertices, scores_of, move = _vertex_oracle(fset)
+    n_vertices, scores_of, move = vertex_oracle(fset)
     D = float(fset.diameter(problem.p))
     L0, L1 = float(problem.L0), float(problem.L1)
     params = vr_frank_wolfe_theory_params(

@@ -25,7 +25,7 @@ import numpy as np
 from scipy.special import logsumexp, rel_entr
 
 from dpsco_lib._validation import check_array, check_in_range, check_positive
-from dpsco_lib.geometry.norms import _abs_norm_keepdims, dual_exponent, lp_norm
+from dpsco_lib.geometry.norms import abs_norm_keepdims, dual_exponent, lp_norm
 from dpsco_lib.geometry.sets import FeasibleSet, LpBall
 
 __all__ = [
@@ -47,7 +47,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 
 
-def _entropic_step_unchecked(log_x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
+def entropic_step_unchecked(log_x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
     """Log-space exponentiated gradient along the last axis (no validation; used in hot loops)."""
     # The update is invariant to adding a constant to g, so shift g by its minimum: the scores
     # z = log_x - eta (g - min g) are <= log_x <= 0, never +inf, and no inf - inf can occur.
@@ -61,7 +61,7 @@ def _entropic_step_unchecked(log_x: np.ndarray, g: np.ndarray, eta: float) -> np
     return _entropic_limit(log_x, g, eta, z)
 
 
-def _entropic_step_with_weights(log_x: np.ndarray, g: np.ndarray, eta: float) -> tuple[np.ndarray, np.ndarray]:
+def entropic_step_with_weights(log_x: np.ndarray, g: np.ndarray, eta: float) -> tuple[np.ndarray, np.ndarray]:
     """1-D fast path: (log x+, x+) with a single exponential per step (internal, used by the SMD loops)."""
     gs = g - g.min()
     with np.errstate(over="ignore", invalid="ignore"):
@@ -80,8 +80,8 @@ _min_reduce = np.minimum.reduce
 _sum_reduce = np.add.reduce
 
 
-class _EntropicStepInplace:
-    """In-place variant of ``_entropic_step_with_weights`` for the single-pass loops (internal).
+class EntropicStepInplace:
+    """In-place variant of ``entropic_step_with_weights`` for the single-pass loops (internal).
 
     ``step(log_x, g, w)`` overwrites ``log_x`` with log x+ and ``w`` with x+ = exp(log x+) for a fixed step
     ``eta``, using preallocated scratch (two length-``size`` vectors and 0-d scalars: a 0-d float64 operand
@@ -89,7 +89,7 @@ class _EntropicStepInplace:
     ``log_x`` and ``w`` are distinct, ``g`` is only read (it may alias ``w``).  The caller must hold
     ``np.errstate(over="ignore", invalid="ignore")``, entered once around its loop instead of once per step.
 
-    Every float64 operation is the one of ``_entropic_step_with_weights`` in the same order: ndarray.sum of a
+    Every float64 operation is the one of ``entropic_step_with_weights`` in the same order: ndarray.sum of a
     1-D array is ``np.add.reduce`` (the same pairwise summation); the minimum and maximum are read at
     ``argmin``/``argmax`` (the value of ndarray.min/max; a NaN falls back to the reduction; a +0/-0 tie may
     pick the other zero, which can flip only the sign of a zero intermediate, never log x+ or x+);
@@ -182,7 +182,7 @@ def entropic_step(log_x: Any, g: Any, eta: float) -> np.ndarray:
         raise ValueError(f"g must have last dimension {lx.shape[-1]} (that of log_x), got shape {gg.shape}")
     eta = check_positive(eta, "eta")
     lx, gg = np.broadcast_arrays(lx, gg)
-    return _entropic_step_unchecked(lx, gg, eta)
+    return entropic_step_unchecked(lx, gg, eta)
 
 
 def entropic_update(x: Any, g: Any, eta: float) -> np.ndarray:
@@ -231,7 +231,7 @@ def pnorm_psi(x: Any, p: float) -> np.ndarray | float:
 def _pgrad(x: np.ndarray, p: float) -> np.ndarray:
     # grad psi(x) = ||x||_p^(2-p) sign(x) |x|^(p-1) / (p-1) = N sign(x) (|x|/N)^(p-1) / (p-1), N = ||x||_p
     a = np.abs(x)
-    n = _abs_norm_keepdims(a, p)
+    n = abs_norm_keepdims(a, p)
     if np.all(n > 0):
         return n * np.sign(x) * (a / n) ** (p - 1.0) / (p - 1.0)
     safe = np.where(n > 0, n, 1.0)
@@ -242,7 +242,7 @@ def _qgrad(theta: np.ndarray, p: float) -> np.ndarray:
     # grad psi*(theta) = (p-1) ||theta||_q^(2-q) sign(theta) |theta|^(q-1) = (p-1) M sign (|theta|/M)^(q-1)
     q = dual_exponent(p)
     a = np.abs(theta)
-    m = _abs_norm_keepdims(a, q)
+    m = abs_norm_keepdims(a, q)
     safe = np.where(m > 0, m, 1.0)
     with np.errstate(under="ignore"):
         out = (p - 1.0) * m * np.sign(theta) * (a / safe) ** (q - 1.0)
@@ -285,7 +285,7 @@ def pnorm_mirror_step(x: Any, g: Any, eta: float, p: float, feasible_set: Feasib
         if feasible_set.d != xx.shape[-1]:
             raise ValueError(f"x has dimension {xx.shape[-1]} but feasible_set has d = {feasible_set.d}")
     radius = None if feasible_set is None else feasible_set.radius
-    return _pnorm_step_unchecked(xx, gg, eta, p, radius)
+    return pnorm_step_unchecked(xx, gg, eta, p, radius)
 
 
 def _pnorm_step_1d(x: np.ndarray, g: np.ndarray, eta: float, p: float, radius: float | None) -> np.ndarray:
@@ -322,13 +322,13 @@ def _pnorm_step_1d(x: np.ndarray, g: np.ndarray, eta: float, p: float, radius: f
     return (s * (mb / m) ** (q - 1.0)) * np.sign(theta) * bq1
 
 
-def _pnorm_step_unchecked(x: np.ndarray, g: np.ndarray, eta: float, p: float, radius: float | None) -> np.ndarray:
+def pnorm_step_unchecked(x: np.ndarray, g: np.ndarray, eta: float, p: float, radius: float | None) -> np.ndarray:
     if x.ndim == 1 and np.isfinite(x).all():
         return _pnorm_step_1d(x, g, eta, p, radius)
     u = _qgrad(_pgrad(x, p) - eta * g, p)
     if radius is None:
         return u
-    n = _abs_norm_keepdims(np.abs(u), p)
+    n = abs_norm_keepdims(np.abs(u), p)
     return u * np.minimum(1.0, radius / np.maximum(n, 1e-300))
 
 

@@ -62,19 +62,33 @@ def lp_norm(x: np.ndarray, p: float, axis: int = -1) -> np.ndarray | float:
     """The l_p norm ``(sum_i |x_i|^p)^(1/p)`` along ``axis`` (p in [1, inf]), vectorized.
 
     Computed as ``m * ||x / m||_p`` with ``m = max_i |x_i|`` so that neither overflow (entries up to
-    1e300) nor underflow (large p) occurs.  Returns a float for a 1-D input, else an array.
+    1e300) nor underflow (large p) occurs.  Returns a float for a 1-D input, else an array.  ``x`` must be
+    finite: NaN or inf entries raise ``ValueError`` (a NaN entry used to give the norm 0).
     """
     p = check_exponent(p)
-    a = np.abs(np.asarray(x, dtype=np.float64))
-    if a.ndim == 0:
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"x must be a real array (convertible to float64), got {type(x).__name__}") from exc
+    if arr.ndim == 0:
         raise ValueError(f"x must have at least one axis, got a scalar {x!r}")
-    out = np.squeeze(_abs_norm_keepdims(a, p, axis, overwrite=True), axis=axis)  # ``a`` is our own copy
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -arr.ndim <= axis < arr.ndim:
+        raise ValueError(
+            f"axis must be an integer in [{-arr.ndim}, {arr.ndim - 1}] for x of shape {arr.shape}, got {axis!r}"
+        )
+    a = np.abs(arr)
+    out = np.squeeze(abs_norm_keepdims(a, p, axis, overwrite=True), axis=axis)  # ``a`` is our own copy
+    # NaN propagates to the norm (see abs_norm_keepdims) and inf entries give inf, so only a non-finite norm
+    # needs the O(size) scan of the input (a finite input whose norm overflows float64 keeps its inf)
+    if not np.all(np.isfinite(out)) and not np.all(np.isfinite(arr)):
+        bad = int(np.sum(~np.isfinite(arr)))
+        raise ValueError(f"x must be finite, got {bad} non-finite entries (NaN or inf)")
     if np.ndim(out) == 0:
         return float(out)
     return out
 
 
-def _abs_norm_keepdims(a: np.ndarray, p: float, axis: int = -1, *, overwrite: bool = False) -> np.ndarray:
+def abs_norm_keepdims(a: np.ndarray, p: float, axis: int = -1, *, overwrite: bool = False) -> np.ndarray:
     """l_p norm of a non-negative array along ``axis`` with keepdims (p validated; internal, fast).
 
     ``overwrite=True`` lets the finite, non-zero path reuse ``a`` as its scratch buffer (the caller owns ``a`` and
@@ -96,7 +110,8 @@ def _abs_norm_keepdims(a: np.ndarray, p: float, axis: int = -1, *, overwrite: bo
                 if p == 2.0
                 else (np.sum(scaled**p, axis=axis, keepdims=True) ** (1.0 / p))
             )
-            return np.where(m == math.inf, math.inf, np.where(m > 0, m * core, 0.0))
+            # NaN entries (m is NaN: np.maximum propagates it) give a NaN norm, never a silent 0
+            return np.where(m == math.inf, math.inf, np.where(m > 0, m * core, np.where(np.isnan(m), math.nan, 0.0)))
     scaled = np.divide(a, m, out=a) if overwrite else a / m
     if p == 2.0:
         sq = np.multiply(scaled, scaled, out=scaled if overwrite else None)
@@ -107,17 +122,17 @@ def _abs_norm_keepdims(a: np.ndarray, p: float, axis: int = -1, *, overwrite: bo
     return m * np.add.reduce(scaled**p, axis=axis, keepdims=True) ** (1.0 / p)
 
 
-#: Relative band around the bound inside which :func:`_lp_norms_exceed` recomputes a row with :func:`lp_norm`.
+#: Relative band around the bound inside which :func:`lp_norms_exceed` recomputes a row with :func:`lp_norm`.
 #: Both evaluations are within ~(log2 d + p + 24) ulp (< 1e-13 for d < 2^60) of the true norm, so a row decided
 #: outside the band gets the same answer from both.
 _EXCEED_BAND = 1e-11
-#: Largest integer exponent evaluated by repeated multiplication in :func:`_lp_norms_exceed`.
+#: Largest integer exponent evaluated by repeated multiplication in :func:`lp_norms_exceed`.
 _EXCEED_MAX_INT_P = 8
-#: Entries per sub-block of :func:`_lp_norms_exceed` (two 256 KB scratch arrays).
+#: Entries per sub-block of :func:`lp_norms_exceed` (two 256 KB scratch arrays).
 _EXCEED_CHUNK_ENTRIES = 1 << 15
 
 
-def _lp_norms_exceed(x: np.ndarray, p: float, bound: float) -> np.ndarray:
+def lp_norms_exceed(x: np.ndarray, p: float, bound: float) -> np.ndarray:
     """``lp_norm(x, p, axis=-1) > bound`` for the rows of a 2-D float64 array (internal; the same booleans).
 
     For the record-bound checks of ``validate_data`` (``||a_i||_q <= B (1 + rtol)``), where only the comparison

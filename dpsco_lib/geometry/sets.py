@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -47,14 +48,34 @@ _CLARABEL_TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10
 # ---------------------------------------------------------------------------------------------
 
 
+def _check_points(x: Any) -> np.ndarray:
+    """A finite float64 array with at least one axis (points along the last axis)."""
+    arr = check_array(x, "x")
+    if arr.ndim == 0:
+        raise ValueError(f"x must be an array of shape (..., d) with d >= 1, got a scalar {float(arr)!r}")
+    return arr
+
+
 def project_simplex(x: np.ndarray, z: float = 1.0) -> np.ndarray:
     """Euclidean projection onto {y >= 0, sum y = z} along the last axis, O(d log d) by sorting.
 
     Held-Shor / Duchi et al. (2008): with u the entries sorted decreasingly and
     rho = max{j : u_j - (sum_{i<=j} u_i - z)/j > 0}, theta = (sum_{i<=rho} u_i - z)/rho, the projection
-    is max(x - theta, 0).  Works on (..., d) arrays (no validation: internal helper).
+    is max(x - theta, 0).  Works on (..., d) arrays.
+
+    Parameters
+    ----------
+    x : array of shape (..., d)
+        Finite points (NaN or inf raise ``ValueError``).
+    z : float
+        Total mass, a finite real number > 0 (the set is empty for z < 0).
     """
-    x = np.asarray(x, dtype=np.float64)
+    z = check_positive(z, "z")
+    return _project_simplex(_check_points(x), z)
+
+
+def _project_simplex(x: np.ndarray, z: float) -> np.ndarray:
+    """:func:`project_simplex` without validation (x a float64 array, z > 0)."""
     d = x.shape[-1]
     u = -np.sort(-x, axis=-1)
     css = np.cumsum(u, axis=-1) - z
@@ -69,12 +90,14 @@ def project_simplex(x: np.ndarray, z: float = 1.0) -> np.ndarray:
 def project_l1_ball(x: np.ndarray, radius: float = 1.0) -> np.ndarray:
     """Euclidean projection onto {||y||_1 <= radius} along the last axis (Duchi et al. 2008).
 
-    Points inside are returned unchanged; outside, y = sign(x) * P_{simplex(radius)}(|x|).
+    Points inside are returned unchanged; outside, y = sign(x) * P_{simplex(radius)}(|x|).  ``x`` must be
+    finite and ``radius`` a finite real number > 0 (``ValueError`` otherwise).
     """
-    x = np.asarray(x, dtype=np.float64)
+    radius = check_positive(radius, "radius")
+    x = _check_points(x)
     a = np.abs(x)
     inside = a.sum(axis=-1, keepdims=True) <= radius
-    proj = np.sign(x) * project_simplex(a, radius)
+    proj = np.sign(x) * _project_simplex(a, radius)
     return np.where(inside, x, proj)
 
 
@@ -569,3 +592,52 @@ class Polytope(FeasibleSet):
 
     def __repr__(self) -> str:
         return f"Polytope(n_vertices={self.V.shape[0]}, d={self.d})"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Vertex oracle (Frank-Wolfe over polytopes)
+# --------------------------------------------------------------------------------------------------------------
+
+VertexScores = Callable[[np.ndarray], np.ndarray]
+VertexMove = Callable[[np.ndarray, int, float], None]
+
+
+def vertex_oracle(fset: Any) -> tuple[int, VertexScores, VertexMove]:
+    """The linear-minimization oracle over the vertex set V of a polytope, for Frank-Wolfe methods.
+
+    Returns ``(|V|, scores, move)``: ``scores(g)`` is the (|V|,) array of <v, g> over the vertices (selection
+    by report-noisy-max or the exponential mechanism reads it), and ``move(x, j, eta)`` performs the
+    Frank-Wolfe step x <- (1 - eta) x + eta v_j in place. Simplex and l1 ball use their closed forms (no
+    vertex matrix); a :class:`Polytope` or the cube (p = inf, small d) use their vertex matrix.
+    """
+    if isinstance(fset, Simplex):
+        def move_simplex(x: np.ndarray, j: int, eta: float) -> None:
+            x *= 1.0 - eta
+            x[j] += eta
+
+        return fset.d, lambda g: g, move_simplex
+    if isinstance(fset, LpBall) and fset.p == 1.0:
+        d, r = fset.d, fset.radius
+
+        def scores_l1(g: np.ndarray) -> np.ndarray:
+            s = np.empty(2 * d)
+            np.multiply(g, r, out=s[:d])
+            np.multiply(g, -r, out=s[d:])
+            return s
+
+        def move_l1(x: np.ndarray, j: int, eta: float) -> None:
+            x *= 1.0 - eta
+            x[j % d] += eta * (r if j < d else -r)
+
+        return 2 * d, scores_l1, move_l1
+    if isinstance(fset, (Polytope, LpBall)):
+        V = fset.vertices()  # Polytope; or the cube (p = inf) for small d; raises for 1 < p < inf
+
+        def move_poly(x: np.ndarray, j: int, eta: float) -> None:
+            x *= 1.0 - eta
+            x += eta * V[j]
+
+        return V.shape[0], lambda g: V @ g, move_poly
+    raise ValueError(
+        f"Poly-SFW needs a polytope (Simplex, L1Ball, Polytope or a small cube); got {type(fset).__name__}"
+    )

@@ -53,7 +53,7 @@ def maurey_probabilities(x: Any, *, log_weights: bool = False) -> np.ndarray:
     return w / s
 
 
-def _inverse_cdf_draws(prob: np.ndarray, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+def inverse_cdf_draws(prob: np.ndarray, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     cdf = np.cumsum(prob)
     cdf /= cdf[-1]
     u = rng.random(shape)
@@ -70,7 +70,7 @@ def maurey_indices(
     K = check_int(K, "K", lo=1)
     prob = maurey_probabilities(x, log_weights=log_weights)
     shape = (K,) if size is None else (check_int(size, "size", lo=1), K)
-    return _inverse_cdf_draws(prob, shape, rng)
+    return inverse_cdf_draws(prob, shape, rng)
 
 
 def maurey_counts(
@@ -90,7 +90,7 @@ def maurey_counts(
         counts = np.empty((m, v), dtype=np.int64)
         counts[:, order] = rng.multinomial(K, prob[order], size=m)
     else:
-        idx = _inverse_cdf_draws(prob, (m, K), rng)
+        idx = inverse_cdf_draws(prob, (m, K), rng)
         flat = (idx + v * np.arange(m)[:, None]).ravel()
         counts = np.bincount(flat, minlength=m * v).reshape(m, v)
     counts = counts.astype(np.int64, copy=False)

@@ -407,3 +407,22 @@ def random_softmax_game(
         rng.uniform(-1.0, 1.0, size=(dx, dy)), rng.uniform(-1.0, 1.0, size=(k, dx)),
         rng.uniform(-1.0, 1.0, size=(k, dy)), noise=noise, lam_x=lam_x, lam_y=lam_y, tau=tau,
     )
+
+
+def saddle_dims(d: int | tuple[int, int]) -> tuple[int, int]:
+    """(dx, dy) from an int (square game) or a pair; ValueError names the bad entry."""
+    if isinstance(d, tuple | list):
+        if len(d) != 2:
+            raise ValueError(f"d must be an int or a pair (dx, dy), got {d!r}")
+        return check_int(d[0], "dx", lo=1), check_int(d[1], "dy", lo=1)
+    dd = check_int(d, "d", lo=1)
+    return dd, dd
+
+
+def check_saddle_data(problem: Any, data: Any) -> Dataset:
+    """Validate a (SaddleProblem, Dataset) pair at an algorithm's public boundary; returns the checked data."""
+    if not isinstance(problem, SaddleProblem):
+        raise ValueError(f"problem must be a SaddleProblem, got {type(problem).__name__}")
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a dpsco_lib.problems.Dataset, got {type(data).__name__}")
+    return problem.validate_data(data)

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from dpsco_lib._validation import check_array, check_int, check_positive, check_rng
-from dpsco_lib.geometry.norms import _lp_norms_exceed, check_exponent, dual_exponent, lp_norm
+from dpsco_lib.geometry.norms import check_exponent, dual_exponent, lp_norm, lp_norms_exceed
 from dpsco_lib.geometry.sets import L1Ball, LpBall, Simplex
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
@@ -44,7 +44,7 @@ _mul = np.multiply
 _LOW_RANK = 50  # factors with more columns are passed to cvxpy as a dense quadratic form
 
 
-def _row_grad_oracle(problem: Any) -> Any:
+def row_grad_oracle(problem: Any) -> Any:
     """``problem._grad_row`` when ``problem`` is a LeastSquares whose ``_grad`` and ``_grad_row`` are the
     class's own (not overridden by a subclass), else None (any other problem).  Internal: lets the single-pass
     loops skip the per-step one-record Dataset while computing bit-identical gradients."""
@@ -220,7 +220,7 @@ class LeastSquares(Problem):
 
     def _row_violation(self, data: Dataset) -> np.ndarray:
         # the same booleans as lp_norm(data.X, q) > B_a (1 + rtol), without pow for integer q (norms.py)
-        too_long = _lp_norms_exceed(data.X, self.q, self.B_a * (1 + _RTOL))
+        too_long = lp_norms_exceed(data.X, self.q, self.B_a * (1 + _RTOL))
         return too_long | (np.abs(data.y) > self.B_b * (1 + _RTOL))
 
     def _clip_rows(self, data: Dataset, bad: np.ndarray) -> Dataset:

@@ -36,7 +36,7 @@ import numpy as np
 from scipy.special import expit
 
 from dpsco_lib._validation import check_array, check_int, check_positive, check_rng
-from dpsco_lib.geometry.norms import _lp_norms_exceed, check_exponent, dual_exponent, lp_norm
+from dpsco_lib.geometry.norms import check_exponent, dual_exponent, lp_norm, lp_norms_exceed
 from dpsco_lib.geometry.sets import L1Ball
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
@@ -134,7 +134,7 @@ class LogisticRegression(Problem):
 
     def _row_violation(self, data: Dataset) -> np.ndarray:
         # the same booleans as lp_norm(data.X, q) > B_a (1 + rtol), without pow for integer q (norms.py)
-        too_long = _lp_norms_exceed(data.X, self.q, self.B_a * (1 + _RTOL))
+        too_long = lp_norms_exceed(data.X, self.q, self.B_a * (1 + _RTOL))
         return too_long | (np.abs(np.abs(data.y) - 1.0) > 0)
 
     def _clip_rows(self, data: Dataset, bad: np.ndarray) -> Dataset:
