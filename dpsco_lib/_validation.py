@@ -14,6 +14,7 @@ import numpy as np
 
 __all__ = [
     "check_array",
+    "check_bool",
     "check_delta",
     "check_epsilon",
     "check_in_range",
@@ -27,6 +28,17 @@ __all__ = [
 
 def _fmt(value: object) -> str:
     return repr(value) if not isinstance(value, np.ndarray) else f"array of shape {value.shape}"
+
+
+def check_bool(value: object, name: str) -> bool:
+    """Return ``bool(value)`` if it is a real boolean (``True``/``False`` or a numpy bool); raise TypeError otherwise.
+
+    Truthy stand-ins such as ``"yes"``, ``"no"``, ``1`` or ``None`` are rejected: ``bool("no")`` is True, so
+    accepting them would silently select the wrong branch.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool (True or False), got {_fmt(value)} of type {type(value).__name__}")
+    return bool(value)
 
 
 def check_positive(value: float, name: str, *, allow_zero: bool = False, allow_inf: bool = False) -> float:

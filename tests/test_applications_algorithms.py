@@ -55,7 +55,7 @@ def test_query_release_params_privacy_and_balance() -> None:
     assert p.eps0 == alg1_per_draw_budget(eps, DELTA, p.K * p.T)
     assert p.eta <= p.eta_cap * (1 + 1e-12) and p.eta_cap == pytest.approx(p.eps0 * p.B / 2)
     assert p.eps_draw == pytest.approx(2 * p.eta / p.B)
-    assert advanced_composition_epsilon(p.eps_draw, p.n_draws, DELTA) <= eps * (1 + 1e-12)
+    assert advanced_composition_epsilon(p.eps_draw, k=p.n_draws, delta_prime=DELTA) <= eps * (1 + 1e-12)
     # balance: the cap still dominates the unconstrained step at T, not at T + 1
     l = math.log(N) + math.log(2 * m)
     nxt = alg1_per_draw_budget(eps, DELTA, p.T + 1) * (n // (p.T + 1)) / 2

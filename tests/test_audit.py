@@ -115,7 +115,7 @@ def test_laplace_audit(noise_factor, detected):
 @pytest.mark.statistical
 @pytest.mark.parametrize(("noise_factor", "detected"), [(1.0, False), (0.5, True)])
 def test_gaussian_mu_gdp_audit(noise_factor, detected):
-    sigma = M.gaussian_sigma_analytic(1.0, 1.0, 1e-5)
+    sigma = M.gaussian_sigma_analytic(1.0, epsilon=1.0, delta=1e-5)
     claimed_mu = 1.0 / sigma  # the Gaussian mechanism is exactly (Delta/sigma)-GDP
 
     def mech(value, rng, size):
@@ -138,7 +138,7 @@ def test_mu_gdp_from_counts_formula():
 def test_gaussian_epsilon_delta_audit_detects_half_noise():
     """(eps, delta) threshold audit with the threshold chosen on a separate split."""
     eps, dl = 1.0, 1e-3
-    sigma = M.gaussian_sigma_analytic(1.0, eps, dl)
+    sigma = M.gaussian_sigma_analytic(1.0, epsilon=eps, delta=dl)
     for factor, detected in ((1.0, False), (0.5, True)):
 
         def mech(value, rng, size, f=factor):
@@ -222,7 +222,7 @@ def test_gg_audit(q, noise_factor, detected):
     """
     eps, dl = 1.0, 1e-3
     kappa = regularity_constant(q)
-    sigma = M.gg_sigma_exact(1.0, eps, dl, kappa)
+    sigma = M.gg_sigma_exact(1.0, epsilon=eps, delta=dl, kappa=kappa)
     a = np.ones(2) / 2 ** (1 / q)
 
     def mech(center, rng, size):
@@ -235,7 +235,7 @@ def test_gg_audit(q, noise_factor, detected):
 @pytest.mark.statistical
 def test_gg_two_x_deficit_not_a_violation():
     q, eps, dl = 4.0, 1.0, 1e-3
-    sigma = 0.5 * M.gg_sigma_exact(1.0, eps, dl, regularity_constant(q))
+    sigma = 0.5 * M.gg_sigma_exact(1.0, epsilon=eps, delta=dl, kappa=regularity_constant(q))
     a = np.ones(2) / 2 ** (1 / q)
     loss = A.gg_privacy_loss(a, np.zeros(2), q=q, sigma=sigma, n=200_000, rng=_rng(17))
     mc = A.monte_carlo_delta(loss, eps, alpha=ALPHA)
@@ -252,7 +252,8 @@ def test_monte_carlo_delta_matches_analytic_gaussian():
     assert loss.mean() == pytest.approx(mu * mu / 2, abs=5 * mu / math.sqrt(loss.size))
     for eps in (0.0, 0.3, 1.0):
         mc = A.monte_carlo_delta(loss, eps)
-        exact = M.gaussian_delta_analytic(sigma, 1.0, eps) if eps > 0 else 2 * stats.norm.cdf(mu / 2) - 1
+        tv = 2 * stats.norm.cdf(mu / 2) - 1
+        exact = M.gaussian_delta_analytic(sigma, sensitivity=1.0, epsilon=eps) if eps > 0 else tv
         assert abs(mc.delta - exact) < 4 * mc.std_error
         assert mc.upper_exact >= mc.delta
 
@@ -367,7 +368,7 @@ def test_canary_audit_vectorized(factor, detected):
     data_prime = data.copy()
     data_prime[0] = 1.0  # the canary: the record with the largest possible influence
     sigma, steps, dl = 4.0, 4, 1e-3
-    claimed = M.gaussian_epsilon_analytic(sigma / math.sqrt(steps), 1.0, dl)
+    claimed = M.gaussian_epsilon_analytic(sigma / math.sqrt(steps), sensitivity=1.0, delta=dl)
     _, run_many = _noisy_sums(factor * sigma, steps)
     r = A.canary_audit(
         None,

@@ -82,7 +82,7 @@ def test_tiny_run_accountant_cvxpy_book(tiny):
     # 1e5 Gaussian steps with multiplier 100 is exactly sqrt(10)-GDP; RDP is an upper bound on its epsilon
     from dpsco_lib.privacy.accounting.gdp import gdp_epsilon
 
-    exact = gdp_epsilon(math.sqrt(1e5) / 100.0, 1e-6)
+    exact = gdp_epsilon(math.sqrt(1e5) / 100.0, delta=1e-6)
     assert acc["gaussian_composition_1e5_steps"]["ours_epsilon"] >= exact
     assert [r["d"] for r in tiny["cvxpy"]] == [4] and tiny["cvxpy"][0]["seconds"] > 0
     assert set(tiny["book"]) == {"smoke", "paper"}

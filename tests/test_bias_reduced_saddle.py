@@ -169,12 +169,12 @@ def test_ledger_certifies_target_and_filter_bound(game, eps, delta, n):
     assert led.epsilon(delta) <= eps and (D == 0 or led.epsilon(delta, "kov") <= info["certified_epsilon"])
     eps_draw = res.params["eps_draw"]
     if D:
-        assert info["filter_spent"] == pytest.approx(filter_spend(np.full(D, eps_draw), delta), rel=1e-12)
+        assert info["filter_spent"] == pytest.approx(filter_spend(np.full(D, eps_draw), delta_prime=delta), rel=1e-12)
         # the filter never admits more draws than fixed-k composition at the same target
-        assert D <= max_composition_steps(eps_draw, eps, delta, "filter")
-        assert D <= max_composition_steps(eps_draw, eps, delta, "kov")
+        assert D <= max_composition_steps(eps_draw, epsilon=eps, delta=delta, method="filter")
+        assert D <= max_composition_steps(eps_draw, epsilon=eps, delta=delta, method="kov")
     if info["stopped_by"] == "filter":
-        assert D + info["refused_draws"] > max_composition_steps(eps_draw, eps, delta, "filter")
+        assert D + info["refused_draws"] > max_composition_steps(eps_draw, epsilon=eps, delta=delta, method="filter")
     else:
         assert info["stopped_by"] == "data" and info["refused_draws"] == 0
     # per-step batch sizes follow the level rule
@@ -193,8 +193,8 @@ def test_large_eta_is_still_private(game):
 def test_filter_budget_and_theory_params():
     for eps, dl, k in [(1.0, 1e-6, 100), (8.0, 1e-8, 12345), (0.1, 1e-5, 1)]:
         e0 = filter_per_draw_budget(eps, dl, k)
-        assert max_composition_steps(e0, eps, dl, "filter") >= k
-        assert max_composition_steps(e0 * (1 + 1e-6), eps, dl, "filter") < k + 1 + k * 1e-5
+        assert max_composition_steps(e0, epsilon=eps, delta=dl, method="filter") >= k
+        assert max_composition_steps(e0 * (1 + 1e-6), epsilon=eps, delta=dl, method="filter") < k + 1 + k * 1e-5
     prm = alg3_theory_params(50_000, (10, 10), 2.0, 1e-6, 2.0, 2.0, 10.0)
     assert prm.K == 1 and prm.batch_sizes[-1] <= 50_000 / 4 and prm.N_max <= math.ceil(math.log2(50_000) / 2)
     assert prm.eta <= prm.eta_cap * (1 + 1e-12) and prm.eps_draw <= prm.eps0 * (1 + 1e-12)

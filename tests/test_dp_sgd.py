@@ -85,7 +85,7 @@ def test_advanced_composition_hand_computed():
     sigma, q, T, delta = 2.0, 0.01, 100, 1e-5
     best = math.inf
     for f in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95):
-        e0 = gaussian_epsilon_analytic(sigma, 1.0, (1 - f) * delta / (q * T))
+        e0 = gaussian_epsilon_analytic(sigma, sensitivity=1.0, delta=(1 - f) * delta / (q * T))
         es = math.log(1 + q * (math.exp(e0) - 1))
         best = min(best, T * es, math.sqrt(2 * T * math.log(1 / (f * delta))) * es + T * es * (math.exp(es) - 1))
     assert dp_sgd_epsilon_advanced(sigma, q, T, delta) == pytest.approx(best, rel=1e-12)

@@ -52,10 +52,11 @@ def test_theory_params_calibration():
     assert pn["init_batch"] == 5000 and pn["batch_size"] == math.ceil(math.sqrt(5000)) and pn["T"] == 5000 // 71
     K = pn["T"] + 1
     # K GG steps with multiplier m have the RDP of one with m/sqrt(K): the standard conversion gives exactly eps
-    assert gg_epsilon(pn["noise_multiplier"] / math.sqrt(K), 1.0, delta, 2.0) <= eps
-    assert gg_epsilon(pn["noise_multiplier"] / math.sqrt(K), 1.0, delta, 2.0) == pytest.approx(eps, rel=1e-9)
+    assert gg_epsilon(pn["noise_multiplier"] / math.sqrt(K), sensitivity=1.0, delta=delta, kappa=2.0) <= eps
+    eps_k = gg_epsilon(pn["noise_multiplier"] / math.sqrt(K), sensitivity=1.0, delta=delta, kappa=2.0)
+    assert eps_k == pytest.approx(eps, rel=1e-9)
     pt = gg_vr_sfw_theory_params(n, d, 1.5, eps, delta, 3.0, 1.0, 2.0, variant="tree")
-    assert pt["noise_multiplier"] == gg_sigma_exact(1.0, eps, delta, 2.0)
+    assert pt["noise_multiplier"] == gg_sigma_exact(1.0, epsilon=eps, delta=delta, kappa=2.0)
     assert 2 ** pt["depth"] <= pt["batch_size"] and pt["records_used"] <= n
     # kappa = min(q - 1, ~ln d regime) via the library's smooth norm
     p11 = gg_vr_sfw_theory_params(n, 50, 1.05, eps, delta, 3.0, 1.0, 2.0)

@@ -45,7 +45,7 @@ def test_gaussian_mean_sigma_and_certificate():
     X = _cube(40, 9)
     r = gaussian_mean_estimate(X, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(0), bound=1.0)
     sens = 2 * 3 / 40
-    assert r.params["sigma"] == gaussian_sigma_analytic(sens, 1.0, 1e-6)
+    assert r.params["sigma"] == gaussian_sigma_analytic(sens, epsilon=1.0, delta=1e-6)
     assert r.ledger.epsilon(1e-6) <= 1.0 * (1 + 1e-9)
     assert r.ledger.epsilon(1e-6) >= 0.999
 
@@ -122,7 +122,7 @@ def test_d1_gaussian_mu_audit():
     Sp = S.copy()
     Sp[0, 0] = 1.0
     eps, delta = 1.0, 1e-5
-    sigma = gaussian_sigma_analytic(2 / 4, eps, delta)
+    sigma = gaussian_sigma_analytic(2 / 4, epsilon=eps, delta=delta)
     mu = (2 / 4) / sigma
 
     def mech(scale):

@@ -52,23 +52,24 @@ def lq_norm_rows(z: np.ndarray, q: float) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------------------
 def test_analytic_gaussian_oracle_epsilon():
     # Spec privacy.md oracle: Delta=1, sigma=1, delta=1e-5 -> eps = 4.37718
-    eps = gaussian_epsilon_analytic(1.0, 1.0, 1e-5)
+    eps = gaussian_epsilon_analytic(1.0, sensitivity=1.0, delta=1e-5)
     assert eps == pytest.approx(4.37718, rel=1e-4)
-    assert gaussian_delta_analytic(1.0, 1.0, eps) <= 1e-5
+    assert gaussian_delta_analytic(1.0, sensitivity=1.0, epsilon=eps) <= 1e-5
 
 
 def test_analytic_gaussian_oracle_delta_mu1():
     # mu-GDP curve with mu = 1 at eps = 1 -> delta = 0.126937 (Dong-Roth-Su; spec oracle)
-    assert gaussian_delta_analytic(1.0, 1.0, 1.0) == pytest.approx(0.126937, rel=1e-5)
+    assert gaussian_delta_analytic(1.0, sensitivity=1.0, epsilon=1.0) == pytest.approx(0.126937, rel=1e-5)
     # eps = 0 gives the total-variation distance 2 Phi(mu/2) - 1
-    assert gaussian_delta_analytic(2.0, 1.0, 0.0) == pytest.approx(2 * stats.norm.cdf(0.25) - 1, rel=1e-12)
+    tv = 2 * stats.norm.cdf(0.25) - 1
+    assert gaussian_delta_analytic(2.0, sensitivity=1.0, epsilon=0.0) == pytest.approx(tv, rel=1e-12)
 
 
 @pytest.mark.parametrize(("sigma", "sens", "eps"), [(1.0, 1.0, 0.5), (0.7, 2.0, 3.0), (3.0, 1.0, 0.1), (0.3, 1.0, 8.0)])
 def test_analytic_gaussian_matches_dp_accounting(sigma, sens, eps):
     plm = pytest.importorskip("dp_accounting.pld.privacy_loss_mechanism")
     want = plm.GaussianPrivacyLoss(standard_deviation=sigma, sensitivity=sens).get_delta_for_epsilon(eps)
-    assert gaussian_delta_analytic(sigma, sens, eps) == pytest.approx(want, rel=1e-9, abs=1e-300)
+    assert gaussian_delta_analytic(sigma, sensitivity=sens, epsilon=eps) == pytest.approx(want, rel=1e-9, abs=1e-300)
 
 
 def test_analytic_gaussian_delta_stable_for_large_epsilon():
@@ -79,51 +80,52 @@ def test_analytic_gaussian_delta_stable_for_large_epsilon():
         mu = mpmath.mpf(1) / sigma
         e = mpmath.mpf(eps)
         want = mpmath.ncdf(-e / mu + mu / 2) - mpmath.exp(e) * mpmath.ncdf(-e / mu - mu / 2)
-        got = gaussian_delta_analytic(sigma, 1.0, eps)
+        got = gaussian_delta_analytic(sigma, sensitivity=1.0, epsilon=eps)
         assert math.isfinite(got) and got >= 0
         assert got == pytest.approx(float(want), rel=1e-7)
 
 
 def test_classic_sigma_exact_formula_and_dominates_analytic():
-    s = gaussian_sigma_classic(2.0, 0.5, 1e-5)
+    s = gaussian_sigma_classic(2.0, epsilon=0.5, delta=1e-5)
     assert s == pytest.approx(2.0 * math.sqrt(2 * math.log(1.25e5)) / 0.5, rel=1e-15)
     for eps in (0.05, 0.3, 0.9):
         for delta in (1e-3, 1e-6, 1e-10):
-            sc = gaussian_sigma_classic(1.0, eps, delta)
-            sa = gaussian_sigma_analytic(1.0, eps, delta)
+            sc = gaussian_sigma_classic(1.0, epsilon=eps, delta=delta)
+            sa = gaussian_sigma_analytic(1.0, epsilon=eps, delta=delta)
             assert sa < sc
             # the classic sigma is (eps, delta)-DP: its exact delta is below the target
-            assert gaussian_delta_analytic(sc, 1.0, eps) <= delta
+            assert gaussian_delta_analytic(sc, sensitivity=1.0, epsilon=eps) <= delta
 
 
 @pytest.mark.parametrize("eps", [0.01, 0.3, 1.0, 4.0, 20.0])
 @pytest.mark.parametrize("delta", [1e-2, 1e-5, 1e-12])
 def test_analytic_sigma_is_conservative_and_tight(eps, delta):
     sens = 1.7
-    s = gaussian_sigma_analytic(sens, eps, delta)
-    assert gaussian_delta_analytic(s, sens, eps) <= delta  # never above the target
-    assert gaussian_delta_analytic(s * (1 - 1e-9), sens, eps) > delta  # and not wastefully large
-    e = gaussian_epsilon_analytic(s, sens, delta)
+    s = gaussian_sigma_analytic(sens, epsilon=eps, delta=delta)
+    assert gaussian_delta_analytic(s, sensitivity=sens, epsilon=eps) <= delta  # never above the target
+    assert gaussian_delta_analytic(s * (1 - 1e-9), sensitivity=sens, epsilon=eps) > delta  # and not wastefully large
+    e = gaussian_epsilon_analytic(s, sensitivity=sens, delta=delta)
     assert e <= eps * (1 + 1e-9)
-    assert gaussian_delta_analytic(s, sens, e) <= delta
+    assert gaussian_delta_analytic(s, sensitivity=sens, epsilon=e) <= delta
 
 
 def test_analytic_epsilon_zero_when_delta_already_met():
     # huge sigma: total variation distance < delta already
-    assert gaussian_epsilon_analytic(1e6, 1.0, 0.5) == 0.0
+    assert gaussian_epsilon_analytic(1e6, sensitivity=1.0, delta=0.5) == 0.0
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Generalized Gaussian calibration (Spec G1)
 # ---------------------------------------------------------------------------------------------------------
 def test_gg_sigma_paper_formula():
-    assert gg_sigma(2.0, 0.5, 1e-6, 3.0) == pytest.approx(math.sqrt(2 * 3 * math.log(1e6)) * 2 / 0.5, rel=1e-15)
+    expected = math.sqrt(2 * 3 * math.log(1e6)) * 2 / 0.5
+    assert gg_sigma(2.0, epsilon=0.5, delta=1e-6, kappa=3.0) == pytest.approx(expected, rel=1e-15)
 
 
 @pytest.mark.parametrize(("eps", "delta"), [(0.1, 1e-5), (1.0, 1e-5), (5.0, 1e-3), (1.0, 1e-12)])
 def test_gg_paper_calibration_slightly_exceeds_target(eps, delta):
     big_l = math.log(1 / delta)
-    got = gg_epsilon(gg_sigma(1.0, eps, delta, 2.5), 1.0, delta, 2.5)
+    got = gg_epsilon(gg_sigma(1.0, epsilon=eps, delta=delta, kappa=2.5), sensitivity=1.0, delta=delta, kappa=2.5)
     want = eps * (math.sqrt(1 + eps**2 / (4 * big_l**2)) + eps / (2 * big_l))
     assert got == pytest.approx(want, rel=1e-12)
     assert got > eps
@@ -131,7 +133,8 @@ def test_gg_paper_calibration_slightly_exceeds_target(eps, delta):
 
 def test_gg_epsilon_value_eps1_delta1e5():
     # The number quoted in the gg_sigma docstring.
-    assert gg_epsilon(gg_sigma(1.0, 1.0, 1e-5, 1.0), 1.0, 1e-5, 1.0) == pytest.approx(1.044372, abs=1e-6)
+    sigma = gg_sigma(1.0, epsilon=1.0, delta=1e-5, kappa=1.0)
+    assert gg_epsilon(sigma, sensitivity=1.0, delta=1e-5, kappa=1.0) == pytest.approx(1.044372, abs=1e-6)
 
 
 @pytest.mark.parametrize(("sigma", "kappa", "delta"), [(1.0, 1.0, 1e-5), (5.0, 4.0, 1e-8), (0.3, 2.0, 0.01)])
@@ -143,21 +146,23 @@ def test_gg_epsilon_closed_form_is_the_rdp_optimum(sigma, kappa, delta):
 
     res = optimize.minimize_scalar(lambda la: eps_of_alpha(1 + math.exp(la)), bounds=(-20, 20), method="bounded",
                                    options={"xatol": 1e-12})
-    assert gg_epsilon(sigma, 1.0, delta, kappa) == pytest.approx(res.fun, rel=1e-9)
+    assert gg_epsilon(sigma, sensitivity=1.0, delta=delta, kappa=kappa) == pytest.approx(res.fun, rel=1e-9)
     # and no alpha on a grid beats it
     grid = 1 + np.logspace(-4, 4, 20001)
     assert np.min(c * grid**2 / (grid - 1) + math.log(1 / delta) / (grid - 1)) >= gg_epsilon(
-        sigma, 1.0, delta, kappa) * (1 - 1e-12)
+        sigma, sensitivity=1.0, delta=delta, kappa=kappa) * (1 - 1e-12)
 
 
 @pytest.mark.parametrize(("eps", "delta", "kappa"), [(0.1, 1e-5, 1.0), (1.0, 1e-5, 6.0), (8.0, 1e-9, 2.0)])
 def test_gg_sigma_exact_meets_target_and_matches_brentq(eps, delta, kappa):
-    s = gg_sigma_exact(1.3, eps, delta, kappa)
-    assert gg_epsilon(s, 1.3, delta, kappa) <= eps
-    assert gg_epsilon(s, 1.3, delta, kappa) == pytest.approx(eps, rel=1e-12)
-    root = optimize.brentq(lambda sg: gg_epsilon(sg, 1.3, delta, kappa) - eps, 1e-6, 1e6, xtol=1e-14, rtol=1e-15)
+    s = gg_sigma_exact(1.3, epsilon=eps, delta=delta, kappa=kappa)
+    assert gg_epsilon(s, sensitivity=1.3, delta=delta, kappa=kappa) <= eps
+    assert gg_epsilon(s, sensitivity=1.3, delta=delta, kappa=kappa) == pytest.approx(eps, rel=1e-12)
+    root = optimize.brentq(
+        lambda sg: gg_epsilon(sg, sensitivity=1.3, delta=delta, kappa=kappa) - eps, 1e-6, 1e6, xtol=1e-14, rtol=1e-15
+    )
     assert s == pytest.approx(root, rel=1e-10)
-    assert s > gg_sigma(1.3, eps, delta, kappa)
+    assert s > gg_sigma(1.3, epsilon=eps, delta=delta, kappa=kappa)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -514,14 +519,14 @@ BAD_CALLS = [
     (lambda: laplace_mechanism(1.0, sensitivity=1, epsilon=1, rng=G, size=0), "size"),
     (lambda: laplace_mechanism(1.0, sensitivity=1, epsilon=1, rng=0), "rng"),
     (lambda: laplace_mechanism(1.0, sensitivity=1, epsilon=float("nan"), rng=G), "epsilon"),
-    (lambda: gaussian_sigma_classic(1, 1.0, 1e-5), "epsilon"),
-    (lambda: gaussian_sigma_classic(1, 0.5, 0.0), "delta"),
-    (lambda: gaussian_sigma_classic(1, 0.5, 1.0), "delta"),
-    (lambda: gaussian_delta_analytic(0.0, 1, 1), "sigma"),
-    (lambda: gaussian_delta_analytic(1.0, 1, -0.1), "epsilon"),
-    (lambda: gaussian_epsilon_analytic(1.0, 1, 1.5), "delta"),
-    (lambda: gaussian_sigma_analytic(0.0, 1, 1e-5), "sensitivity"),
-    (lambda: gaussian_sigma_analytic(1.0, -2, 1e-5), "epsilon"),
+    (lambda: gaussian_sigma_classic(1, epsilon=1.0, delta=1e-5), "epsilon"),
+    (lambda: gaussian_sigma_classic(1, epsilon=0.5, delta=0.0), "delta"),
+    (lambda: gaussian_sigma_classic(1, epsilon=0.5, delta=1.0), "delta"),
+    (lambda: gaussian_delta_analytic(0.0, sensitivity=1, epsilon=1), "sigma"),
+    (lambda: gaussian_delta_analytic(1.0, sensitivity=1, epsilon=-0.1), "epsilon"),
+    (lambda: gaussian_epsilon_analytic(1.0, sensitivity=1, delta=1.5), "delta"),
+    (lambda: gaussian_sigma_analytic(0.0, epsilon=1, delta=1e-5), "sensitivity"),
+    (lambda: gaussian_sigma_analytic(1.0, epsilon=-2, delta=1e-5), "epsilon"),
     (lambda: gaussian_mechanism(1.0, sigma=-1, rng=G), "sigma"),
     (lambda: gaussian_mechanism(1.0, sigma=1, rng=G, size=2.5), "size"),
     (lambda: report_noisy_max(np.zeros((2, 2, 2)), sensitivity=1, epsilon=1, rng=G), "scores"),
@@ -540,11 +545,11 @@ BAD_CALLS = [
     (lambda: generalized_gaussian_noise(0, q=2, sigma=1, rng=G), "d"),
     (lambda: generalized_gaussian_noise(3, q=2, sigma=0, rng=G), "sigma"),
     (lambda: generalized_gaussian_mechanism(1.0, q=2, sigma=1, rng=G), "value"),
-    (lambda: gg_sigma(1, 1, 0.0, 1), "delta"),
-    (lambda: gg_sigma(1, 1, 1e-5, 0), "kappa"),
-    (lambda: gg_epsilon(1, 1, 1e-5, -1), "kappa"),
-    (lambda: gg_epsilon(-1, 1, 1e-5, 1), "sigma"),
-    (lambda: gg_sigma_exact(1, float("inf"), 1e-5, 1), "epsilon"),
+    (lambda: gg_sigma(1, epsilon=1, delta=0.0, kappa=1), "delta"),
+    (lambda: gg_sigma(1, epsilon=1, delta=1e-5, kappa=0), "kappa"),
+    (lambda: gg_epsilon(1, sensitivity=1, delta=1e-5, kappa=-1), "kappa"),
+    (lambda: gg_epsilon(-1, sensitivity=1, delta=1e-5, kappa=1), "sigma"),
+    (lambda: gg_sigma_exact(1, epsilon=float("inf"), delta=1e-5, kappa=1), "epsilon"),
 ]
 
 

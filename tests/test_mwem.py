@@ -53,7 +53,8 @@ def test_ledger_basic_is_exactly_epsilon(T: int) -> None:
     assert basic == pytest.approx(eps, rel=1e-14)
     assert res.info["certified_epsilon"] == basic == res.info["basic_epsilon"]
     assert res.info["advanced_epsilon"] == res.ledger.epsilon(1e-6, method="advanced")
-    assert res.info["advanced_epsilon"] == pytest.approx(advanced_composition_epsilon(eps0, 2 * T, 1e-6), rel=1e-12)
+    expected = advanced_composition_epsilon(eps0, k=2 * T, delta_prime=1e-6)
+    assert res.info["advanced_epsilon"] == pytest.approx(expected, rel=1e-12)
 
 
 def test_advanced_composition_variant() -> None:

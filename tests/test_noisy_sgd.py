@@ -34,7 +34,7 @@ def test_theory_params_closed_form():
     assert p["batch_size"] == b
     E = math.ceil(T / (n // b))
     assert p["epochs"] == E
-    assert p["noise_multiplier"] == pytest.approx(math.sqrt(E) * gaussian_sigma_analytic(1.0, eps, delta))
+    assert p["noise_multiplier"] == pytest.approx(math.sqrt(E) * gaussian_sigma_analytic(1.0, epsilon=eps, delta=delta))
     assert p["sigma"] == pytest.approx(p["noise_multiplier"] * 2 * 2.0 / b)
     G = math.sqrt(4.0 + d * p["sigma"] ** 2)
     assert p["step_size"] == pytest.approx(2.0 / (G * math.sqrt(T)))

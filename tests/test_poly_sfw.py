@@ -86,7 +86,7 @@ def test_theory_params_and_budget_solvers():
     assert p["T"] == 5000 and p["batch_size"] == 5000 and p["n_selections"] == 5001
     assert p["eta"] == pytest.approx(math.log(10_000 / math.log(200)) / 5000)
     # advanced: the exact DRV solver meets the target with equality (to rounding) and never exceeds it
-    e_adv = advanced_composition_epsilon(p["eps0"], 5001, 1e-6)
+    e_adv = advanced_composition_epsilon(p["eps0"], k=5001, delta_prime=1e-6)
     assert e_adv <= 1.0 and e_adv == pytest.approx(1.0, rel=1e-9)
     q = poly_sfw_theory_params(10_000, 200, 1.0, 1e-6, 3.0, 1.0, 2.0, budget="closed_form")
     assert q["eps0"] == pytest.approx(1.0 / (2 * math.sqrt(2 * 5001 * math.log(1e6))))

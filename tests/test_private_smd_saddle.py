@@ -43,9 +43,9 @@ def test_theory_params_properties(regime, composition, n):
     assert 1 <= p.T <= n and p.B == n // p.T and p.B >= 1
     assert p.n_draws == 2 * p.K * p.T
     if composition == "advanced":
-        assert p.eps0 == advanced_composition_per_step_epsilon(0.8, 1e-6, p.n_draws)
+        assert p.eps0 == advanced_composition_per_step_epsilon(0.8, delta_total=1e-6, k=p.n_draws)
     else:
-        assert p.eps0 == pytest.approx(cor36_per_step_epsilon(0.8, 1e-6, p.n_draws), rel=1e-15)
+        assert p.eps0 == pytest.approx(cor36_per_step_epsilon(0.8, delta=1e-6, k=p.n_draws), rel=1e-15)
     assert p.eta_cap == pytest.approx(p.eps0 * p.B / (4 * L0), rel=1e-14)
     assert p.eta <= p.eta_cap * (1 + 1e-12)
     assert p.eps_draw == pytest.approx(4 * p.eta * L0 / p.B, rel=1e-14)
@@ -89,7 +89,7 @@ def test_theory_params_rates(regime, exponent, k_exp):
 def test_theory_params_fixed_values_and_cap():
     p = alg1_theory_params(10_000, 10, 1.0, 1e-5, 1.0, 1.0, 0.0, "quadratic", K=3, T=100)
     assert (p.K, p.T, p.B) == (3, 100, 100)
-    eps0 = advanced_composition_per_step_epsilon(1.0, 1e-5, 600)
+    eps0 = advanced_composition_per_step_epsilon(1.0, delta_total=1e-5, k=600)
     assert p.eta_cap == pytest.approx(eps0 * 100 / 4)
     assert p.eta == pytest.approx(min(p.eta_cap, math.sqrt(2 * math.log(10) / 100)))
     with pytest.raises(ValueError, match="privacy cap"):

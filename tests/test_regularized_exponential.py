@@ -208,7 +208,7 @@ def test_exact_tradeoff_gaussian_oracle():
     mu_gdp = regularized_exp_mu_gdp(n=5, G=1.0, k=k, mu=mu)
     assert mu_gdp == pytest.approx(2 * math.sqrt(25) / 5)
     t = exact_tradeoff_curve_1d(prob, z, zp, k=k, mu=mu, alpha=ALPHA, n_grid=400_001)
-    np.testing.assert_allclose(t, gdp_tradeoff(mu_gdp, ALPHA), atol=2e-6)
+    np.testing.assert_allclose(t, gdp_tradeoff(mu_gdp, alpha=ALPHA), atol=2e-6)
 
 
 @pytest.mark.parametrize("kind", ["linear", "logistic"])
@@ -232,14 +232,14 @@ def test_tradeoff_curve_above_gdp_bound(kind):
         zp[0][0], zp[1][0] = -1.0, 1.0
         zp = (zp[0], zp[1])
     mu_gdp = regularized_exp_mu_gdp(n=n, G=prob.lipschitz, k=k, mu=mu)
-    bound = gdp_tradeoff(mu_gdp, ALPHA)
+    bound = gdp_tradeoff(mu_gdp, alpha=ALPHA)
     for p, q in ((z, zp), (zp, z)):
         t = exact_tradeoff_curve_1d(prob, p, q, k=k, mu=mu, alpha=ALPHA)
         assert np.all(t >= bound - 1e-7), float(np.min(t - bound))
     if kind == "linear":
         t = exact_tradeoff_curve_1d(prob, z, zp, k=k, mu=mu, alpha=ALPHA)
         assert np.max(t - bound) < 0.02  # nearly tight
-        assert np.min(t - gdp_tradeoff(mu_gdp / 2, ALPHA)) < -0.05  # a 2x-too-small claim is violated
+        assert np.min(t - gdp_tradeoff(mu_gdp / 2, alpha=ALPHA)) < -0.05  # a 2x-too-small claim is violated
 
 
 @pytest.mark.statistical
@@ -307,8 +307,8 @@ def test_utility_at_most_d_over_k(d):
 def test_theory_params_closed_form():
     eps, delta = 1.0, 1e-5
     m_star = gdp_mu_for_budget(eps, delta)
-    assert gdp_delta(m_star, eps) <= delta
-    assert gdp_delta(m_star * (1 + 1e-9), eps) > delta
+    assert gdp_delta(m_star, epsilon=eps) <= delta
+    assert gdp_delta(m_star * (1 + 1e-9), epsilon=eps) > delta
     n, d, G, D = 1000, 10, 1.0, 2.0
     tp = regularized_exp_theory_params(n, d, G, D, eps, delta, radius=1.0)
     assert tp.k == pytest.approx(math.sqrt(d) * n * m_star / math.sqrt(2))

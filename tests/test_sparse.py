@@ -60,7 +60,7 @@ def test_z1_laplace_is_projection_of_noisy_mean_and_error_bound():
 def test_z1_gaussian_calibration_and_certificate():
     Z = sample_sparse_vectors(30, 100, 2, 1.0, np.random.default_rng(1))
     r = sparse_mean_estimate(Z, sparsity=2, norm_bound=1.0, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(0))
-    assert r.params["noise_scale"] == gaussian_sigma_analytic(2.0 / 30, 1.0, 1e-6)
+    assert r.params["noise_scale"] == gaussian_sigma_analytic(2.0 / 30, epsilon=1.0, delta=1e-6)
     assert r.ledger.epsilon(1e-6) <= 1.0 * (1 + 1e-9)
 
 
@@ -117,7 +117,7 @@ def test_z1_gaussian_mu_audit_and_broken_variant():
     Sp = S.copy()
     Sp[0, 0] = 1.0
     eps, delta = 1.0, 1e-5
-    mu = (2 / 4) / gaussian_sigma_analytic(2 / 4, eps, delta)
+    mu = (2 / 4) / gaussian_sigma_analytic(2 / 4, epsilon=eps, delta=delta)
 
     def mech(scale):
         def run(Z, rng, size):

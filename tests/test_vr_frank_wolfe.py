@@ -106,7 +106,7 @@ def test_budgets_meet_target_tightly(eps, delta, k):
     # each depth's own sequential composition is within the target (DRV or basic)
     for j, ej in enumerate(e):
         m = 2 ** (k - j)
-        assert min(m * ej, advanced_composition_epsilon(float(ej), m, delta)) <= eps * (1 + 1e-12)
+        assert min(m * ej, advanced_composition_epsilon(float(ej), k=m, delta_prime=delta)) <= eps * (1 + 1e-12)
     led = tree_ledger(e, k)
     assert led.total_count == sum(2 ** (k - j) for j in range(k + 1))
     assert led.epsilon(delta) == pytest.approx(cert)

@@ -210,11 +210,11 @@ def dp_sgd_epsilon_advanced(noise_multiplier: float, sampling_rate: float, steps
         d0 = (1 - f) * dlt / (q * T)
         if d0 >= 1:
             continue
-        e0 = gaussian_epsilon_analytic(sigma, 1.0, d0)
+        e0 = gaussian_epsilon_analytic(sigma, sensitivity=1.0, delta=d0)
         es = math.log1p(q * math.expm1(e0))
         if es == 0:
             return 0.0
-        best = min(best, T * es, advanced_composition_epsilon(es, T, f * dlt))
+        best = min(best, T * es, advanced_composition_epsilon(es, k=T, delta_prime=f * dlt))
     return best
 
 

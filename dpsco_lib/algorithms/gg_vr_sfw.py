@@ -169,7 +169,8 @@ def gg_vr_sfw_theory_params(
     q = dual_exponent(p)
     r = smooth_dual_exponent(p, d)
     kappa = regularity_constant(q, d)
-    unit = gg_sigma_exact(1.0, epsilon, delta, kappa)  # sigma per unit sensitivity for one GG release
+    # sigma per unit sensitivity for one GG release
+    unit = gg_sigma_exact(1.0, epsilon=epsilon, delta=delta, kappa=kappa)
     out: dict[str, Any] = {"variant": variant, "p": p, "q": q, "r": r, "kappa": kappa}
     if variant == "naive":
         if depth is not None:

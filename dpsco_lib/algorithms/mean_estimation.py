@@ -127,7 +127,7 @@ def gaussian_mean_estimate(
     n, d = X.shape
     mean = X.mean(axis=0)
     sens = 2.0 * bound * math.sqrt(d) / n
-    sigma = gaussian_sigma_analytic(sens, eps, dlt)
+    sigma = gaussian_sigma_analytic(sens, epsilon=eps, delta=dlt)
     led = PrivacyLedger()
     led.record_gaussian(sigma / sens, label="Gaussian mean (D1)")
     x = mean + rng.normal(0.0, sigma, size=d)
@@ -148,7 +148,7 @@ def mean_error_theory(d: int, n: int, epsilon: float, delta: float = 0.0, bound:
     bound = check_positive(bound, "bound")
     if dlt == 0:
         return math.sqrt(2 * d) * 2 * bound * d / (n * eps)
-    return math.sqrt(d) * gaussian_sigma_analytic(2 * bound * math.sqrt(d) / n, eps, dlt)
+    return math.sqrt(d) * gaussian_sigma_analytic(2 * bound * math.sqrt(d) / n, epsilon=eps, delta=dlt)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ def mwem_per_round_epsilon(epsilon: float, T: int, *, delta: float = 0.0, compos
         return eps / (2.0 * T)
     if composition == "advanced":
         dl = check_delta(delta, allow_zero=False)
-        return advanced_composition_per_step_epsilon(eps, dl, 2 * T)
+        return advanced_composition_per_step_epsilon(eps, delta_total=dl, k=2 * T)
     raise ValueError(f"composition must be one of {COMPOSITIONS}, got {composition!r}")
 
 
@@ -201,7 +201,7 @@ def run_mwem(
         "max_query_error": float(np.max(np.abs(Q @ x - true / n))),
     }
     if dl > 0:
-        info["advanced_epsilon"] = advanced_composition_epsilon(eps0, 2 * T, dl)
+        info["advanced_epsilon"] = advanced_composition_epsilon(eps0, k=2 * T, delta_prime=dl)
     info["certified_epsilon"] = info["basic_epsilon"] if composition == "basic" else info["advanced_epsilon"]
     params = {"T": T, "eps_per_mechanism": eps0, "composition": composition, "passes": passes, "output": output,
               "n": n, "N": N, "m": int(Q.shape[0])}

@@ -124,7 +124,7 @@ def noisy_sgd_theory_params(
             raise ValueError(f"batch_size must lie in [1, n] = [1, {n}], got {b}")
     per_epoch = n // b
     epochs = -(-T // per_epoch)
-    nu = math.sqrt(epochs) * gaussian_sigma_analytic(1.0, epsilon, delta)
+    nu = math.sqrt(epochs) * gaussian_sigma_analytic(1.0, epsilon=epsilon, delta=delta)
     sigma = nu * 2.0 * L0_2 / b
     G = math.sqrt(L0_2**2 + d * sigma**2)
     eta = D_2 / (G * math.sqrt(T)) if step_size is None else check_positive(step_size, "step_size")

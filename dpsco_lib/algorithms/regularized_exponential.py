@@ -344,7 +344,7 @@ def gdp_mu_for_budget(epsilon: float, delta: float) -> float:
     delta = check_delta(delta, allow_zero=False)
 
     def fn(m: float) -> float:
-        return gdp_delta(m, epsilon) - delta
+        return gdp_delta(m, epsilon=epsilon) - delta
 
     hi = 1.0
     while fn(hi) < 0:
@@ -548,7 +548,7 @@ def run_regularized_exponential_mechanism(
         k_used = check_positive(k, "k")
         mu_used = check_positive(mu, "mu")
     mu_gdp = regularized_exp_mu_gdp(n=n, G=G, k=k_used, mu=mu_used)
-    if gdp_delta(mu_gdp, epsilon) > delta0 * (1 + 1e-12):
+    if gdp_delta(mu_gdp, epsilon=epsilon) > delta0 * (1 + 1e-12):
         raise ValueError(
             f"k={k_used!r}, mu={mu_used!r} give mu_GDP={mu_gdp!r}, which is not ({epsilon!r}, {delta0!r})-DP"
         )

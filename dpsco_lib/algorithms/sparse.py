@@ -136,7 +136,7 @@ def _z1_release(
         scale = 2.0 * L * math.sqrt(s) / (n * eps)
         noisy = mean + rng.laplace(0.0, scale, size=d)
     else:
-        scale = gaussian_sigma_analytic(2.0 * L / n, eps, dlt)
+        scale = gaussian_sigma_analytic(2.0 * L / n, epsilon=eps, delta=dlt)
         noisy = mean + rng.normal(0.0, scale, size=d)
     return project_l1_ball(noisy, L * math.sqrt(s)), scale
 
@@ -273,7 +273,7 @@ def sparse_mean_estimate_cs(
     k = min(2 * s, d)
     c = gaussian_matrix_sparse_norm_bound(m, d, k, beta)
     sens = c * 2.0 * L / n
-    sigma = gaussian_sigma_analytic(sens, eps, dlt - beta)
+    sigma = gaussian_sigma_analytic(sens, epsilon=eps, delta=dlt - beta)
     A = rng.normal(0.0, 1.0 / math.sqrt(m), size=(m, d))
     b = A @ mean + rng.normal(0.0, sigma, size=m)
     lg = math.log(1.0 / gamma)
@@ -427,7 +427,7 @@ def run_output_perturbation(
         noisy = x_lam + rng.laplace(0.0, scale, size=x_lam.shape[0])
         led.record_pure(eps, label="output perturbation, Laplace (Z2)")
     else:
-        scale = gaussian_sigma_analytic(sens["l2"], eps, dlt)
+        scale = gaussian_sigma_analytic(sens["l2"], epsilon=eps, delta=dlt)
         noisy = x_lam + rng.normal(0.0, scale, size=x_lam.shape[0])
         led.record_gaussian(scale / sens["l2"], label="output perturbation, Gaussian (Z2)")
     out = project_l1_ball(noisy, sens["radius_l1"]) if project else noisy

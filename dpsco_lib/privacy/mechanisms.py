@@ -35,6 +35,7 @@ from scipy.special import log_ndtr, logsumexp
 
 from dpsco_lib._validation import (
     check_array,
+    check_bool,
     check_delta,
     check_epsilon,
     check_in_range,
@@ -150,7 +151,7 @@ def laplace_mechanism(
 # ---------------------------------------------------------------------------------------------------------
 # Gaussian (Spec P1)
 # ---------------------------------------------------------------------------------------------------------
-def gaussian_sigma_classic(sensitivity: float, epsilon: float, delta: float) -> float:
+def gaussian_sigma_classic(sensitivity: float, *, epsilon: float, delta: float) -> float:
     r"""Classic Gaussian calibration :math:`\sigma = \Delta_2\sqrt{2\ln(1.25/\delta)}/\varepsilon` (Spec P1).
 
     Dwork and Roth (2014), Thm A.1: for :math:`\varepsilon \in (0, 1)` the Gaussian mechanism with this
@@ -194,7 +195,7 @@ def _gaussian_delta(mu: float, eps: float) -> float:
     return math.exp(a) * -math.expm1(diff)
 
 
-def gaussian_delta_analytic(sigma: float, sensitivity: float, epsilon: float) -> float:
+def gaussian_delta_analytic(sigma: float, *, sensitivity: float, epsilon: float) -> float:
     r"""Exact privacy curve of the Gaussian mechanism (Balle and Wang 2018, Thm 8; Spec P1).
 
     With :math:`\mu = \Delta_2/\sigma`, the mechanism :math:`f(S) + N(0, \sigma^2 I)` is
@@ -232,13 +233,13 @@ def _bracket_up(f: Callable[[float], float], hi: float) -> float:
     raise RuntimeError("could not bracket the root")  # pragma: no cover
 
 
-def gaussian_epsilon_analytic(sigma: float, sensitivity: float, delta: float) -> float:
+def gaussian_epsilon_analytic(sigma: float, *, sensitivity: float, delta: float) -> float:
     r"""Smallest :math:`\varepsilon` with :math:`\delta(\varepsilon) \le \delta` for the Gaussian mechanism.
 
     Inverts :func:`gaussian_delta_analytic` (Balle-Wang, Spec P1) in :math:`\varepsilon` with
     :func:`scipy.optimize.brentq`. Conservative: the returned value always satisfies
-    ``gaussian_delta_analytic(sigma, sensitivity, eps) <= delta`` in floating point (it is moved up by
-    ulps if brentq lands a hair below the root). Returns 0 if already :math:`\delta(0) \le \delta`.
+    ``gaussian_delta_analytic(sigma, sensitivity=sensitivity, epsilon=eps) <= delta`` in floating point (it is
+    moved up by ulps if brentq lands a hair below the root). Returns 0 if already :math:`\delta(0) \le \delta`.
 
     Oracle: :math:`\Delta = 1, \sigma = 1, \delta = 10^{-5}` gives :math:`\varepsilon = 4.37718...`.
     """
@@ -259,14 +260,14 @@ def gaussian_epsilon_analytic(sigma: float, sensitivity: float, delta: float) ->
     return eps
 
 
-def gaussian_sigma_analytic(sensitivity: float, epsilon: float, delta: float) -> float:
+def gaussian_sigma_analytic(sensitivity: float, *, epsilon: float, delta: float) -> float:
     r"""Smallest :math:`\sigma` making the Gaussian mechanism :math:`(\varepsilon, \delta)`-DP (Spec P1).
 
     Solves :math:`\delta(\varepsilon; \mu = \Delta_2/\sigma) = \delta` of Balle and Wang (2018, Alg. 1
     / Thm 8) with :func:`scipy.optimize.brentq`. :math:`\delta(\varepsilon)` increases in :math:`\mu`,
     so the root is unique. Conservative: the returned :math:`\sigma` always satisfies
-    ``gaussian_delta_analytic(sigma, sensitivity, epsilon) <= delta`` in floating point. Valid for every
-    :math:`\varepsilon > 0` (unlike the classic formula) and always smaller than the classic sigma.
+    ``gaussian_delta_analytic(sigma, sensitivity=sensitivity, epsilon=epsilon) <= delta`` in floating point.
+    Valid for every :math:`\varepsilon > 0` (unlike the classic formula) and always smaller than the classic sigma.
     """
     sens = check_positive(sensitivity, "sensitivity")
     eps = check_epsilon(epsilon)
@@ -433,7 +434,7 @@ def exponential_mechanism_log_probs(
     u = _check_scores(scores)
     sens = check_positive(sensitivity, "sensitivity")
     eps = check_epsilon(epsilon)
-    c = _em_scale(sens, eps, bool(monotone))
+    c = _em_scale(sens, eps, check_bool(monotone, "monotone"))
     s = c * (u - u.max(axis=-1, keepdims=True))
     return s - logsumexp(s, axis=-1, keepdims=True)
 
@@ -531,7 +532,7 @@ def report_noisy_max(
     k = _check_size(size)
     if noise not in ("laplace", "gumbel"):
         raise ValueError(f"noise must be 'laplace' or 'gumbel', got {noise!r}")
-    b = sens / eps if monotone else 2.0 * sens / eps
+    b = sens / eps if check_bool(monotone, "monotone") else 2.0 * sens / eps
     one_d = u.ndim == 1
     u2 = u[None, :] if one_d else u
     u2 = u2 - u2.max(axis=1, keepdims=True)
@@ -583,6 +584,20 @@ def report_noisy_min(
 def _check_q(q: float) -> float:
     """Norm exponent q in [1, inf] (math.inf allowed)."""
     return check_in_range(q, "q", 1.0, math.inf)
+
+
+def _check_kappa(kappa: float) -> float:
+    """Regularity constant kappa >= 1 of the noise norm (Juditsky-Nemirovski; kappa = 1 for l_2).
+
+    kappa < 1 is impossible (the smoothness inequality at x = 0 forces kappa_+ >= 1) and would calibrate too
+    little noise, so it is rejected rather than used.
+    """
+    kap = check_positive(kappa, "kappa")
+    if kap < 1.0:
+        raise ValueError(
+            f"kappa must lie in [1, inf) (the regularity constant of the noise norm, 1 for l_2), got {kap!r}"
+        )
+    return kap
 
 
 def generalized_gaussian_noise(
@@ -670,8 +685,9 @@ def generalized_gaussian_mechanism(
     for :math:`q \ge 2`, :math:`\kappa = 1` for :math:`q = 2`), the release satisfies Rényi DP
     :math:`D_\alpha \le \kappa\alpha^2\Delta^2/(2\sigma^2(\alpha-1))` for all :math:`\alpha > 1`, hence
     :math:`(\varepsilon, \delta)`-DP with :math:`\varepsilon =` :func:`gg_epsilon`
-    ``(sigma, Delta, delta, kappa)``. Calibrate with :func:`gg_sigma_exact` (meets the target exactly under
-    this bound; the library default) or :func:`gg_sigma` (the paper's formula, slightly too small).
+    ``(sigma, sensitivity=Delta, delta=delta, kappa=kappa)``. Calibrate with :func:`gg_sigma_exact` (meets the
+    target exactly under this bound; the library default) or :func:`gg_sigma` (the paper's formula, slightly too
+    small).
 
     Parameters
     ----------
@@ -687,7 +703,7 @@ def generalized_gaussian_mechanism(
     return v + generalized_gaussian_noise(v.shape[0], q=q, sigma=sigma, rng=rng, size=size)
 
 
-def gg_sigma(sensitivity: float, epsilon: float, delta: float, kappa: float) -> float:
+def gg_sigma(sensitivity: float, *, epsilon: float, delta: float, kappa: float) -> float:
     r"""The paper's GG calibration :math:`\sigma^2 = 2\kappa\log(1/\delta)\Delta^2/\varepsilon^2` (Spec G1).
 
     Under the Rényi bound of :func:`gg_epsilon` this calibration is **not** exactly
@@ -701,11 +717,11 @@ def gg_sigma(sensitivity: float, epsilon: float, delta: float, kappa: float) -> 
     sens = check_positive(sensitivity, "sensitivity")
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta, allow_zero=False)
-    kap = check_positive(kappa, "kappa")
+    kap = _check_kappa(kappa)
     return math.sqrt(2.0 * kap * math.log(1.0 / dlt)) * sens / eps
 
 
-def gg_epsilon(sigma: float, sensitivity: float, delta: float, kappa: float) -> float:
+def gg_epsilon(sigma: float, *, sensitivity: float, delta: float, kappa: float) -> float:
     r"""Epsilon implied by the GG Rényi bound via the standard RDP conversion (Spec G1, P5).
 
     Bound: :math:`D_\alpha \le c\,\alpha^2/(\alpha - 1)` with :math:`c = \kappa\Delta^2/(2\sigma^2)`.
@@ -728,18 +744,18 @@ def gg_epsilon(sigma: float, sensitivity: float, delta: float, kappa: float) -> 
     delta : float
         In (0, 1).
     kappa : float
-        Regularity constant, > 0.
+        Regularity constant, >= 1 (:func:`dpsco_lib.geometry.regularity_constant`).
     """
     sig = check_positive(sigma, "sigma")
     sens = check_positive(sensitivity, "sensitivity")
     dlt = check_delta(delta, allow_zero=False)
-    kap = check_positive(kappa, "kappa")
+    kap = _check_kappa(kappa)
     c = kap * sens * sens / (2.0 * sig * sig)
     big_l = -math.log(dlt)
     return 2.0 * c + 2.0 * math.sqrt(c * (c + big_l))
 
 
-def gg_sigma_exact(sensitivity: float, epsilon: float, delta: float, kappa: float) -> float:
+def gg_sigma_exact(sensitivity: float, *, epsilon: float, delta: float, kappa: float) -> float:
     r"""Smallest GG :math:`\sigma` whose Rényi bound converts to exactly :math:`(\varepsilon, \delta)` (G1).
 
     Solving :math:`2c + 2\sqrt{c(c + L)} = \varepsilon` (see :func:`gg_epsilon`): squaring
@@ -757,8 +773,8 @@ def gg_sigma_exact(sensitivity: float, epsilon: float, delta: float, kappa: floa
     sens = check_positive(sensitivity, "sensitivity")
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta, allow_zero=False)
-    kap = check_positive(kappa, "kappa")
+    kap = _check_kappa(kappa)
     sigma = math.sqrt(2.0 * kap * (math.log(1.0 / dlt) + eps)) * sens / eps
-    while gg_epsilon(sigma, sens, dlt, kap) > eps:
+    while gg_epsilon(sigma, sensitivity=sens, delta=dlt, kappa=kap) > eps:
         sigma = float(np.nextafter(sigma, math.inf))
     return sigma

@@ -13,6 +13,7 @@ from scipy import special
 
 from dpsco_lib._validation import (
     check_array,
+    check_bool,
     check_delta,
     check_epsilon,
     check_int,
@@ -26,7 +27,7 @@ from dpsco_lib.privacy.accounting._common import _check_epsilons, _conservative_
 
 
 def basic_composition(
-    epsilons: Sequence[float] | np.ndarray, deltas: Sequence[float] | np.ndarray | None = None
+    epsilons: Sequence[float] | np.ndarray, *, deltas: Sequence[float] | np.ndarray | None = None
 ) -> tuple[float, float]:
     """Basic composition: (eps_i, delta_i)-DP steps compose to (sum eps_i, sum delta_i)-DP (DR14 Thm 3.16)."""
     eps = _check_epsilons(epsilons)
@@ -38,7 +39,7 @@ def basic_composition(
     return float(eps.sum()), float(min(dl.sum(), 1.0))
 
 
-def advanced_composition_epsilon(eps0: float, k: int, delta_prime: float) -> float:
+def advanced_composition_epsilon(eps0: float, *, k: int, delta_prime: float) -> float:
     r"""Advanced composition (DRV10; DR14 Thm 3.20) of ``k`` adaptive eps0-DP steps.
 
     .. math:: \varepsilon = \sqrt{2k\ln(1/\delta')}\,\varepsilon_0 + k\varepsilon_0(e^{\varepsilon_0}-1),
@@ -53,7 +54,7 @@ def advanced_composition_epsilon(eps0: float, k: int, delta_prime: float) -> flo
     return _drv_from_sums(k * eps0 * eps0, k * eps0 * _expm1_or_inf(eps0), delta_prime)
 
 
-def advanced_composition_epsilon_heterogeneous(epsilons: Sequence[float] | np.ndarray, delta_prime: float) -> float:
+def advanced_composition_epsilon_heterogeneous(epsilons: Sequence[float] | np.ndarray, *, delta_prime: float) -> float:
     r"""Heterogeneous advanced composition (DRV10, same Azuma argument):
     :math:`\sqrt{2\ln(1/\delta')\sum_i\varepsilon_i^2} + \sum_i \varepsilon_i(e^{\varepsilon_i}-1)`. Spec P3."""
     eps = _check_epsilons(epsilons)
@@ -67,7 +68,7 @@ def _drv_from_sums(s2: float, s1: float, delta_prime: float) -> float:
 
 
 def advanced_composition_per_step_epsilon(
-    eps_total: float, delta_total: float, k: int, *, delta0: float = 0.0
+    eps_total: float, *, delta_total: float, k: int, delta0: float = 0.0
 ) -> float:
     """Largest eps0 such that k adaptive (eps0, delta0)-DP steps are (eps_total, delta_total)-DP by DRV10.
 
@@ -107,7 +108,7 @@ def advanced_composition_per_step_epsilon(
     return _conservative_root(fn, lo, hi, feasible_below=True)
 
 
-def cor36_per_step_epsilon(epsilon: float, delta: float, k: int) -> float:
+def cor36_per_step_epsilon(epsilon: float, *, delta: float, k: int) -> float:
     r"""Seed 001 Cor 3.6 rule: :math:`\varepsilon_0 = \varepsilon / (2\sqrt{2k\log(1/\delta)})`, for eps <= 1.
 
     The paper derives it from the WRRW23 filter (Thm 3.5): with k equal steps the filter's spend is
@@ -148,18 +149,33 @@ def _kov_delta_unchecked(eps0: float, k: int, epsilon: float) -> float:
     return float(min(math.exp(special.logsumexp(terms)), 1.0))
 
 
-def kov_delta(eps0: float, k: int, epsilon: float) -> float:
+def _check_kov_k(k: int) -> int:
+    """Number of steps of the exact KOV15 sum: an integer in [1, _KOV_MAX_STEPS] (its arrays have k + 1 entries)."""
+    k = check_int(k, "k", lo=1)
+    if k > _KOV_MAX_STEPS:
+        raise ValueError(
+            f"k must be an integer in [1, {_KOV_MAX_STEPS}] (2**20) for the exact KOV15 composition, got {k}: its sum "
+            "needs float64 arrays of k + 1 entries; use advanced_composition_epsilon or filter_spend (upper bounds "
+            "on the KOV answer) for more steps"
+        )
+    return k
+
+
+def kov_delta(eps0: float, *, k: int, epsilon: float) -> float:
     r"""Exact (optimal) delta(eps) of the k-fold adaptive composition of eps0-DP mechanisms (KOV15 Thm 3.3).
 
     .. math:: \delta(\varepsilon) = \frac{1}{(1+e^{\varepsilon_0})^k}\sum_{j:(k-2j)\varepsilon_0>\varepsilon}
               \binom{k}{j}\big(e^{(k-j)\varepsilon_0} - e^{\varepsilon}e^{j\varepsilon_0}\big),
 
     the hockey-stick divergence of k-fold randomized response (the dominating pair); at
-    :math:`\varepsilon=(k-2i)\varepsilon_0` this is KOV15's :math:`\delta_i`. Log-space, exact for k up to
-    1e6. Spec P3.
+    :math:`\varepsilon=(k-2i)\varepsilon_0` this is KOV15's :math:`\delta_i`. Log-space and exact. The sum
+    needs float64 arrays of k + 1 entries (about 8 MB each, a few at once, at the cap), so ``k`` is limited to
+    ``2**20 = 1048576`` steps (``_KOV_MAX_STEPS``, the cap of :func:`max_composition_steps`); larger ``k``
+    raise ``ValueError`` (use :func:`advanced_composition_epsilon` or :func:`filter_spend`, valid upper bounds
+    on the KOV answer). Spec P3.
     """
     eps0 = check_epsilon(eps0, "eps0")
-    k = check_int(k, "k", lo=1)
+    k = _check_kov_k(k)
     epsilon = check_positive(epsilon, "epsilon", allow_zero=True)
     return _kov_delta_unchecked(eps0, k, epsilon)
 
@@ -172,19 +188,25 @@ def _kov_epsilon_unchecked(eps0: float, k: int, delta: float) -> float:
     return _conservative_root(lambda e: _kov_delta_unchecked(eps0, k, e) - delta, 0.0, k * eps0, feasible_below=False)
 
 
-def kov_epsilon(eps0: float, k: int, delta: float) -> float:
-    """Smallest eps with ``kov_delta(eps0, k, eps) <= delta``: the optimal composition (KOV15). Spec P3."""
+def kov_epsilon(eps0: float, *, k: int, delta: float) -> float:
+    """Smallest eps with ``kov_delta(eps0, k=k, epsilon=eps) <= delta``: the optimal composition (KOV15).
+
+    ``k`` is limited to ``2**20`` steps as in :func:`kov_delta` (O(k) memory per evaluation). Spec P3.
+    """
     eps0 = check_epsilon(eps0, "eps0")
-    k = check_int(k, "k", lo=1)
+    k = _check_kov_k(k)
     delta = check_delta(delta)
     return _kov_epsilon_unchecked(eps0, k, delta)
 
 
-def kov_per_step_epsilon(eps_total: float, delta_total: float, k: int) -> float:
-    """Largest eps0 whose k-fold composition is (eps_total, delta_total)-DP by KOV15 (exact, brentq). Spec P3."""
+def kov_per_step_epsilon(eps_total: float, *, delta_total: float, k: int) -> float:
+    """Largest eps0 whose k-fold composition is (eps_total, delta_total)-DP by KOV15 (exact, brentq).
+
+    ``k`` is limited to ``2**20`` steps as in :func:`kov_delta` (O(k) memory per evaluation). Spec P3.
+    """
     eps_total = check_epsilon(eps_total, "eps_total")
     delta_total = check_delta(delta_total, "delta_total")
-    k = check_int(k, "k", lo=1)
+    k = _check_kov_k(k)
     lo = eps_total / k  # k eps0 <= eps_total: delta = 0
     if delta_total == 0:
         return lo
@@ -206,7 +228,7 @@ def kov_per_step_epsilon(eps_total: float, delta_total: float, k: int) -> float:
     return e0
 
 
-def filter_spend(epsilons: Sequence[float] | np.ndarray, delta_prime: float) -> float:
+def filter_spend(epsilons: Sequence[float] | np.ndarray, *, delta_prime: float) -> float:
     r"""The spend of the WRRW23 advanced-composition filter on a (realized) budget sequence.
 
     .. math:: \sqrt{2\log(1/\delta')\sum_m\varepsilon_m^2} + \tfrac12\sum_m\varepsilon_m^2 .
@@ -226,7 +248,7 @@ def filter_spend(epsilons: Sequence[float] | np.ndarray, delta_prime: float) -> 
 _KOV_MAX_STEPS = 2**20
 
 
-def max_composition_steps(eps0: float, epsilon: float, delta: float, method: str = "kov") -> int:
+def max_composition_steps(eps0: float, *, epsilon: float, delta: float, method: str = "kov") -> int:
     """Largest k such that k eps0-DP steps are (epsilon, delta)-DP by ``method``.
 
     ``method`` in {"basic", "advanced" (DRV10), "filter" (WRRW23 spend at fixed k), "kov" (optimal)}.
@@ -383,6 +405,7 @@ class AdvancedCompositionFilter:
         :attr:`spent` <= epsilon holds in float64 after every call (j sequential :meth:`try_spend` calls may
         differ from the closed form in the last ulp).
         """
+        all_or_nothing = check_bool(all_or_nothing, "all_or_nothing")
         if count is None:
             eps = np.atleast_1d(np.asarray(epsilons, dtype=np.float64))
             if eps.size:

@@ -22,7 +22,7 @@ from dpsco_lib.privacy.accounting._common import _check_epsilons, _conservative_
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def gdp_delta(mu: float, epsilon: float) -> float:
+def gdp_delta(mu: float, *, epsilon: float) -> float:
     r"""Privacy curve of mu-GDP (DRS22 Cor 2.13; Balle-Wang 2018):
     :math:`\delta(\varepsilon) = \Phi(-\varepsilon/\mu + \mu/2) - e^\varepsilon\Phi(-\varepsilon/\mu - \mu/2)`,
     in log space (no cancellation for large eps). Spec P6."""
@@ -35,23 +35,23 @@ def gdp_delta(mu: float, epsilon: float) -> float:
     return float(math.exp(la) * -math.expm1(lb - la))
 
 
-def gdp_epsilon(mu: float, delta: float) -> float:
-    """Smallest eps with ``gdp_delta(mu, eps) <= delta`` (brentq, rounded up). Spec P6."""
+def gdp_epsilon(mu: float, *, delta: float) -> float:
+    """Smallest eps with ``gdp_delta(mu, epsilon=eps) <= delta`` (brentq, rounded up). Spec P6."""
     mu = check_positive(mu, "mu")
     delta = check_delta(delta)
     if delta == 0:
         return math.inf
-    if gdp_delta(mu, 0.0) <= delta:
+    if gdp_delta(mu, epsilon=0.0) <= delta:
         return 0.0
     hi = _sq(mu) / 2 + mu * math.sqrt(2 * math.log(1 / delta)) + 1.0
-    while math.isfinite(hi) and gdp_delta(mu, hi) > delta:
+    while math.isfinite(hi) and gdp_delta(mu, epsilon=hi) > delta:
         hi *= 2
     if not math.isfinite(hi):  # mu beyond ~1e154: eps ~ mu^2/2 exceeds float64, the certificate is +inf
         return math.inf
-    return _conservative_root(lambda e: gdp_delta(mu, e) - delta, 0.0, hi, feasible_below=False)
+    return _conservative_root(lambda e: gdp_delta(mu, epsilon=e) - delta, 0.0, hi, feasible_below=False)
 
 
-def gdp_tradeoff(mu: float, alpha: float | Sequence[float] | np.ndarray) -> float | np.ndarray:
+def gdp_tradeoff(mu: float, *, alpha: float | Sequence[float] | np.ndarray) -> float | np.ndarray:
     r"""Trade-off function of mu-GDP: :math:`G_\mu(\alpha) = \Phi(\Phi^{-1}(1-\alpha) - \mu)` (DRS22 Def 2.7),
     the smallest type-II error of a level-alpha test between N(0,1) and N(mu,1). Spec P6."""
     mu = check_positive(mu, "mu", allow_zero=True)
@@ -69,7 +69,7 @@ def gdp_compose(mus: Sequence[float] | np.ndarray) -> float:
         return float(math.sqrt(np.sum(arr**2)))
 
 
-def amplify_by_subsampling(epsilon: float, delta: float, sampling_rate: float) -> tuple[float, float]:
+def amplify_by_subsampling(epsilon: float, *, delta: float, sampling_rate: float) -> tuple[float, float]:
     r"""Privacy amplification by subsampling (BBG18): an (eps, delta)-DP mechanism run on a subsample is
     :math:`(\log(1 + q(e^\varepsilon - 1)),\ q\delta)`-DP.
 

@@ -11,6 +11,7 @@ from scipy import special
 
 from dpsco_lib._validation import (
     check_array,
+    check_bool,
     check_delta,
     check_epsilon,
     check_positive,
@@ -24,7 +25,7 @@ from dpsco_lib.privacy.accounting.composition import _log_binom_row
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def rdp_gaussian(noise_multiplier: float, orders: Sequence[float] | np.ndarray | None = None) -> np.ndarray:
+def rdp_gaussian(noise_multiplier: float, *, orders: Sequence[float] | np.ndarray | None = None) -> np.ndarray:
     r"""RDP of the Gaussian mechanism with noise multiplier m = sigma/Delta: :math:`\alpha/(2m^2)` (Mir17)."""
     m = check_positive(noise_multiplier, "noise_multiplier")
     a = _check_orders(orders)
@@ -68,7 +69,7 @@ def _log_a_frac(q: float, sigma: float, alpha: float) -> float:
 
 
 def rdp_subsampled_gaussian(
-    noise_multiplier: float, sampling_rate: float, orders: Sequence[float] | np.ndarray | None = None
+    noise_multiplier: float, *, sampling_rate: float, orders: Sequence[float] | np.ndarray | None = None
 ) -> np.ndarray:
     r"""RDP of one step of the Poisson-subsampled Gaussian mechanism (MTZ19; ACGMMTZ16's moments accountant).
 
@@ -86,7 +87,7 @@ def rdp_subsampled_gaussian(
     if q == 0:
         return np.zeros_like(a)
     if q == 1:
-        return rdp_gaussian(m, a)
+        return rdp_gaussian(m, orders=a)
     out = np.empty_like(a)
     # errstate: only extreme noise multipliers (beyond 1e-154 / 1e154) under/overflow here
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
@@ -130,7 +131,7 @@ def _log_sinhc(y: np.ndarray) -> np.ndarray:
     return np.where(y < 0.1, series, direct)
 
 
-def rdp_pure(epsilon: float, orders: Sequence[float] | np.ndarray | None = None, *, tight: bool = True) -> np.ndarray:
+def rdp_pure(epsilon: float, *, orders: Sequence[float] | np.ndarray | None = None, tight: bool = True) -> np.ndarray:
     r"""RDP of an eps-DP mechanism.
 
     ``tight=False``: :math:`\min(\varepsilon, \alpha\varepsilon^2/2)` (Mir17; Bun-Steinke 2016).
@@ -147,6 +148,7 @@ def rdp_pure(epsilon: float, orders: Sequence[float] | np.ndarray | None = None,
     """
     eps = check_epsilon(epsilon)
     a = _check_orders(orders)
+    tight = check_bool(tight, "tight")
     with np.errstate(over="ignore"):
         loose = np.minimum(eps, a * _sq(eps) / 2)
     if not tight:
@@ -156,7 +158,7 @@ def rdp_pure(epsilon: float, orders: Sequence[float] | np.ndarray | None = None,
     return np.fmax(np.fmin(exact, loose), 0.0)
 
 
-def rdp_bounded_range(epsilon: float, orders: Sequence[float] | np.ndarray | None = None) -> np.ndarray:
+def rdp_bounded_range(epsilon: float, *, orders: Sequence[float] | np.ndarray | None = None) -> np.ndarray:
     r"""RDP of an eps-bounded-range mechanism, e.g. the eps-DP exponential mechanism (Cesar-Rogers 2021).
 
     The privacy loss takes values in an interval :math:`[t-\varepsilon, t]`; the worst case is a two-point
@@ -183,13 +185,13 @@ def rdp_bounded_range(epsilon: float, orders: Sequence[float] | np.ndarray | Non
         val = (
             (1 - a) * _log_sinhc((a - 1) * eps / 2) - _log_sinhc(np.float64(eps / 2)) + a * _log_sinhc(a * eps / 2)
         ) / (a - 1)
-        cap = np.fmin(a * _sq(eps) / 8, rdp_pure(eps, a))
+        cap = np.fmin(a * _sq(eps) / 8, rdp_pure(eps, orders=a))
     # fmin/fmax: where a*eps overflows (eps beyond ~1e305) val is NaN and the pure-DP bound (~eps) is used
     return np.fmax(np.fmin(val, cap), 0.0)
 
 
 def rdp_generalized_gaussian(
-    noise_multiplier: float, kappa: float, orders: Sequence[float] | np.ndarray | None = None
+    noise_multiplier: float, *, kappa: float, orders: Sequence[float] | np.ndarray | None = None
 ) -> np.ndarray:
     r"""RDP bound of the generalized Gaussian mechanism (Spec G1, Bassily-Guzman-Nandi 2021).
 
@@ -207,7 +209,7 @@ def rdp_generalized_gaussian(
 
 
 def rdp_to_epsilon(
-    rdp: Sequence[float] | np.ndarray, orders: Sequence[float] | np.ndarray | None, delta: float
+    rdp: Sequence[float] | np.ndarray, *, orders: Sequence[float] | np.ndarray | None, delta: float
 ) -> tuple[float, float]:
     r"""Convert an RDP curve to (eps, delta)-DP with the improved conversion (CKS20 Prop 12; BBGHS20).
 
