@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from dpsco_lib._validation import check_array, check_int, check_rng
+from dpsco_lib._validation import check_array, check_bool, check_int, check_rng
 
 __all__ = ["maurey_counts", "maurey_indices", "maurey_probabilities", "maurey_sample"]
 
@@ -36,7 +36,7 @@ def maurey_probabilities(x: Any, *, log_weights: bool = False) -> np.ndarray:
     Weights must be non-negative (entries >= -1e-12 are clipped to 0) and sum to 1 within 1e-6; they
     are then renormalized.  Log-weights may be any reals or -inf (unnormalized), not all -inf.
     """
-    if log_weights:
+    if check_bool(log_weights, "log_weights"):
         lw = check_array(x, "x", ndim=1, finite=False)
         if np.any(np.isnan(lw)) or np.any(lw == np.inf):
             raise ValueError("log-weights x must not contain NaN or +inf")

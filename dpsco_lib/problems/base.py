@@ -56,20 +56,49 @@ def _blocked_row_violation(check: Any, data: Dataset) -> np.ndarray:
     return np.concatenate([np.asarray(check(data[lo:lo + rows]), dtype=bool) for lo in range(0, n, rows)])
 
 
+#: Solvers tried, in order, after Clarabel fails (where installed; a solver that does not apply to the problem's
+#: cone types raises cvxpy's SolverError and is skipped), at tolerances close to Clarabel's tight settings.
+_FALLBACK_SOLVERS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("ECOS", {"abstol": 1e-10, "reltol": 1e-10, "feastol": 1e-10, "max_iters": 500}),
+    ("SCS", {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 100_000}),
+    ("OSQP", {"eps_abs": 1e-10, "eps_rel": 1e-10, "max_iter": 100_000, "polish": True}),
+)
+_SOLVED = ("optimal", "optimal_inaccurate")
+
+
 def solve_cvxpy(prob: Any, what: str) -> None:
-    """Solve a cvxpy problem with Clarabel at tight tolerances; raise RuntimeError unless optimal."""
+    """Solve a cvxpy problem with Clarabel at tight tolerances, then fall back to other solvers.
+
+    Order: Clarabel with :data:`CLARABEL_SETTINGS`, Clarabel at its default tolerances, then ECOS, SCS and OSQP
+    (whichever are installed and apply to the problem). The first status "optimal" or "optimal_inaccurate" is
+    kept. Raises RuntimeError naming ``what``, the problem's size and every solver tried with its outcome if none
+    succeeds, or at once if Clarabel certifies the problem infeasible or unbounded (never cvxpy's bare
+    SolverError).
+    """
     import cvxpy as cp
 
+    installed = set(cp.installed_solvers())
+    attempts = [("CLARABEL", CLARABEL_SETTINGS), ("CLARABEL", {})]
+    attempts += [(name, kw) for name, kw in _FALLBACK_SOLVERS if name in installed]
+    tried: list[str] = []
     with warnings.catch_warnings():
         # Clarabel may stop a hair short of the tight tolerances on exponential cones; the status
         # "optimal_inaccurate" is accepted and the callers' tests check the resulting gaps to 1e-7.
         warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-        try:
-            prob.solve(solver=cp.CLARABEL, **CLARABEL_SETTINGS)
-        except cp.error.SolverError:  # retry at default tolerances before giving up
-            prob.solve(solver=cp.CLARABEL)
-    if prob.status not in ("optimal", "optimal_inaccurate"):
-        raise RuntimeError(f"cvxpy/Clarabel failed to solve {what}: status {prob.status}")
+        for name, kw in attempts:
+            label = f"{name}{' (tight)' if kw is CLARABEL_SETTINGS else ''}"
+            try:
+                prob.solve(solver=name, **kw)
+            except cp.error.SolverError as exc:
+                tried.append(f"{label}: SolverError ({str(exc).splitlines()[0][:80]})")
+                continue
+            if prob.status in _SOLVED:
+                return
+            tried.append(f"{label}: status {prob.status}")
+            if name == "CLARABEL" and prob.status in ("infeasible", "unbounded"):
+                break  # a certificate, not a numerical failure: other solvers cannot do better
+    size = f"{prob.size_metrics.num_scalar_variables} variables, {len(prob.constraints)} constraints"
+    raise RuntimeError(f"cvxpy failed to solve {what} ({size}); solvers tried: {'; '.join(tried)}")
 
 
 def _check_data(data: Any, d: int, *, labels: bool, extras: tuple[str, ...] = ()) -> Dataset:

@@ -32,7 +32,7 @@ import numpy as np
 
 from dpsco_lib._validation import check_array, check_int, check_positive, check_rng
 from dpsco_lib.geometry.norms import check_exponent, dual_exponent, lp_norm, lp_norms_exceed
-from dpsco_lib.geometry.sets import L1Ball, LpBall, Simplex
+from dpsco_lib.geometry.sets import FeasibleSet, L1Ball, LpBall, Simplex
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
 
@@ -356,6 +356,8 @@ def random_least_squares(
     xi Rademacher, so |b| <= w_norm + noise.  Sigma = M M^T / c_M^2, mu = Sigma w,
     s2 = w^T Sigma w + noise^2.  ``w_norm > R`` typically puts the optimum on the boundary.
     """
+    if not isinstance(feasible_set, FeasibleSet):
+        raise TypeError(f"feasible_set must be a dpsco_lib.geometry FeasibleSet, got {type(feasible_set).__name__}")
     rng = check_rng(rng)
     p = check_exponent(p)
     d = feasible_set.d

@@ -37,7 +37,7 @@ from scipy.special import expit
 
 from dpsco_lib._validation import check_array, check_int, check_positive, check_rng
 from dpsco_lib.geometry.norms import check_exponent, dual_exponent, lp_norm, lp_norms_exceed
-from dpsco_lib.geometry.sets import L1Ball
+from dpsco_lib.geometry.sets import FeasibleSet, L1Ball
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
 
@@ -171,6 +171,8 @@ def random_logistic(
 ) -> LogisticRegression:
     """Logistic regression with a = M r/c_M (||a||_q <= 1, as in ``random_least_squares``) and labels
     from a logistic model with ||w||_p = w_norm (so the optimum is typically on the boundary of X)."""
+    if not isinstance(feasible_set, FeasibleSet):
+        raise TypeError(f"feasible_set must be a dpsco_lib.geometry FeasibleSet, got {type(feasible_set).__name__}")
     rng = check_rng(rng)
     p = check_exponent(p)
     d = feasible_set.d
