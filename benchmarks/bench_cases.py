@@ -167,33 +167,41 @@ def _grad_evals(key: str) -> Callable[[Any, int], float]:
     return passes
 
 
+def _case(name: str, problem: str, call: Callable[..., Any], *rest: Any, **kw: Any) -> AlgorithmCase:
+    """A case whose module, function and spec come from the algorithm registry (its ``benchmark`` field)."""
+    from dpsco_lib.algorithms.registry import REGISTRY
+
+    rec = next((r for r in REGISTRY if r.benchmark == name), None)
+    if rec is None:
+        raise ValueError(f"no registered algorithm has benchmark={name!r}")
+    return AlgorithmCase(name, rec.runner.__module__, rec.runner.__name__, problem, rec.spec, call, *rest, **kw)
+
+
 ALGORITHMS: tuple[AlgorithmCase, ...] = (
-    AlgorithmCase("noisy_sgd", "dpsco_lib.algorithms.noisy_sgd", "run_noisy_sgd", "ls_simplex", "S2",
-                  lambda f, p, d, r: _private(f, p, d, r), _grad_evals("gradient_evaluations"),
-                  "BFTT19 defaults: T*b gradient evaluations (several epochs over the data)"),
-    AlgorithmCase("poly_sfw", "dpsco_lib.algorithms.poly_sfw", "run_poly_sfw", "ls_simplex", "F1",
-                  lambda f, p, d, r: _private(f, p, d, r), _grad_evals("gradient_evaluations"),
-                  "n/2 sequential single-record steps, n|V|/2 Laplace draws"),
-    AlgorithmCase("private_vr_frank_wolfe", "dpsco_lib.algorithms.vr_frank_wolfe", "run_private_vr_frank_wolfe",
-                  "ls_simplex", "F2", lambda f, p, d, r: _private(f, p, d, r), _grad_evals("gradient_evaluations")),
-    AlgorithmCase("gg_vr_sfw_naive", "dpsco_lib.algorithms.gg_vr_sfw", "run_gg_vr_sfw", "ls_lp", "F3",
-                  lambda f, p, d, r: _private(f, p, d, r, variant="naive")),
-    AlgorithmCase("gg_vr_sfw_tree", "dpsco_lib.algorithms.gg_vr_sfw", "run_gg_vr_sfw", "ls_lp", "F3",
-                  lambda f, p, d, r: _private(f, p, d, r, variant="tree")),
-    AlgorithmCase("private_smd_saddle", "dpsco_lib.algorithms.private_smd_saddle", "run_private_smd_saddle",
-                  "bilinear", "A1", lambda f, p, d, r: _private(f, p, d, r, regime="quadratic")),
-    AlgorithmCase("dp_sgd", "dpsco_lib.algorithms.dp_sgd", "run_dp_sgd", "ls_simplex", "D4", _dp_sgd,
-                  lambda res, n: res.info["mean_batch_size"] * res.params["steps"] / n,
-                  "one expected epoch: q = 1/sqrt(n), T = sqrt(n) steps", _dp_sgd_prepare),
-    AlgorithmCase("smd (non-private)", "dpsco_lib.algorithms.smd", "run_smd", "ls_simplex", "S1",
-                  lambda f, p, d, r: f(p, d, rng=r), _grad_evals("n_grad_evals"),
-                  "entropic SMD, n sequential single-record steps"),
-    AlgorithmCase("bias_reduced_smd_saddle", "dpsco_lib.algorithms.bias_reduced_saddle",
-                  "run_bias_reduced_smd_saddle", "bilinear", "A3", lambda f, p, d, r: _private(f, p, d, r)),
-    AlgorithmCase("boosted_saddle", "dpsco_lib.algorithms.boosted_saddle", "run_boosted_saddle", "bilinear", "A4",
-                  lambda f, p, d, r: _private(f, p, d, r)),
-    AlgorithmCase("anytime_smd_sco", "dpsco_lib.algorithms.anytime_smd", "run_anytime_smd_sco", "ls_simplex", "A5",
-                  lambda f, p, d, r: _private(f, p, d, r), _grad_evals("gradient_evaluations")),
+    _case("noisy_sgd", "ls_simplex",
+          lambda f, p, d, r: _private(f, p, d, r), _grad_evals("gradient_evaluations"),
+          "BFTT19 defaults: T*b gradient evaluations (several epochs over the data)"),
+    _case("poly_sfw", "ls_simplex",
+          lambda f, p, d, r: _private(f, p, d, r), _grad_evals("gradient_evaluations"),
+          "n/2 sequential single-record steps, n|V|/2 Laplace draws"),
+    _case("private_vr_frank_wolfe", "ls_simplex", lambda f, p, d, r: _private(f, p, d, r),
+          _grad_evals("gradient_evaluations")),
+    _case("gg_vr_sfw_naive", "ls_lp",
+          lambda f, p, d, r: _private(f, p, d, r, variant="naive")),
+    _case("gg_vr_sfw_tree", "ls_lp",
+          lambda f, p, d, r: _private(f, p, d, r, variant="tree")),
+    _case("private_smd_saddle", "bilinear", lambda f, p, d, r: _private(f, p, d, r, regime="quadratic")),
+    _case("dp_sgd", "ls_simplex", _dp_sgd,
+          lambda res, n: res.info["mean_batch_size"] * res.params["steps"] / n,
+          "one expected epoch: q = 1/sqrt(n), T = sqrt(n) steps", _dp_sgd_prepare),
+    _case("smd (non-private)", "ls_simplex",
+          lambda f, p, d, r: f(p, d, rng=r), _grad_evals("n_grad_evals"),
+          "entropic SMD, n sequential single-record steps"),
+    _case("bias_reduced_smd_saddle", "bilinear", lambda f, p, d, r: _private(f, p, d, r)),
+    _case("boosted_saddle", "bilinear",
+          lambda f, p, d, r: _private(f, p, d, r)),
+    _case("anytime_smd_sco", "ls_simplex",
+          lambda f, p, d, r: _private(f, p, d, r), _grad_evals("gradient_evaluations")),
 )
 
 

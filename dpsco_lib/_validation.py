@@ -13,6 +13,7 @@ from numbers import Integral, Real
 import numpy as np
 
 __all__ = [
+    "ParameterTypeError",
     "check_array",
     "check_bool",
     "check_delta",
@@ -162,10 +163,19 @@ def check_norm_bound(rows: np.ndarray, name: str, p: float, bound: float, *, rto
         )
 
 
+class ParameterTypeError(TypeError, ValueError):
+    """A parameter of the wrong type. Both a ``TypeError`` (what it is) and a ``ValueError`` (what callers that
+    validate values catch), as scikit-learn's ``NotFittedError`` is both a ``ValueError`` and an
+    ``AttributeError``."""
+
+
 def check_rng(rng: object, name: str = "rng") -> np.random.Generator:
-    """Require an explicit ``numpy.random.Generator`` (no global or legacy random state)."""
+    """Require an explicit ``numpy.random.Generator`` (no global or legacy random state).
+
+    Raises :class:`ParameterTypeError` (a ``TypeError`` and a ``ValueError``) naming the parameter otherwise.
+    """
     if not isinstance(rng, np.random.Generator):
-        raise ValueError(
+        raise ParameterTypeError(
             f"{name} must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)), got {type(rng).__name__}"
         )
     return rng
