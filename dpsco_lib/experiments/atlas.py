@@ -55,7 +55,9 @@ __all__ = [
     "ATLAS",
     "AtlasEntry",
     "DELTA",
+    "PROBLEMS",
     "atlas_task",
+    "run_on_shared_problem",
     "classify_exponent",
     "d_exponent",
     "get_entry",
@@ -173,102 +175,12 @@ class AtlasEntry:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Runners (module level, so they pickle to joblib workers)
+# One generic runner: a registered algorithm on a shared problem (module level, so it pickles to joblib workers)
 # ---------------------------------------------------------------------------------------------------------
 def _ls(p: float, d: int, set_kind: str = "simplex", c: float = 2.0) -> Any:
     from dpsco_lib.problems.least_squares import hard_least_squares
 
     return hard_least_squares(p, d, c=c, set_kind=set_kind)
-
-
-def _certify(ledger: Any, method: str = "best") -> float:
-    """The ledger's certified epsilon at :data:`DELTA` (NaN without a ledger)."""
-    return float(ledger.epsilon(DELTA, method=method)) if ledger is not None else math.nan
-
-
-def _run_smd_simplex(n: int, d: int, rng: np.random.Generator) -> dict[str, float]:
-    from dpsco_lib.algorithms.smd import run_smd
-
-    prob = _ls(1.0, d, "simplex")
-    res = run_smd(prob, prob.sample(n, rng), rng=rng)
-    return {"value": prob.excess_risk(res.x), "eps_certified": math.nan,
-            "trivial": prob.excess_risk(prob.feasible_set.center())}
-
-
-def _sgd_params(n: int, d: int, epsilon: float) -> dict[str, Any]:
-    from dpsco_lib.algorithms.noisy_sgd import l2_constants, noisy_sgd_theory_params
-
-    L0_2, D_2 = l2_constants(_ls(1.0, d, "l1ball"))
-    return noisy_sgd_theory_params(n, d, epsilon, DELTA, L0_2, D_2)
-
-
-def _run_noisy_sgd(n: int, d: int, rng: np.random.Generator, *, epsilon: float) -> dict[str, float]:
-    from dpsco_lib.algorithms.noisy_sgd import run_noisy_sgd
-
-    prob = _ls(1.0, d, "l1ball")
-    res = run_noisy_sgd(prob, prob.sample(n, rng), epsilon=epsilon, delta=DELTA, rng=rng)
-    return {"value": prob.excess_risk(res.x), "eps_certified": _certify(res.ledger),
-            "trivial": prob.excess_risk(prob.feasible_set.center())}
-
-
-@functools.lru_cache(maxsize=256)
-def _dp_sgd_sigma(epsilon: float, q: float, steps: int) -> float:
-    """Memoized :func:`~dpsco_lib.algorithms.dp_sgd.dp_sgd_noise_multiplier` (a deterministic root search that
-    costs ~0.5 s; replicates of one grid point in one worker share it)."""
-    from dpsco_lib.algorithms.dp_sgd import dp_sgd_noise_multiplier
-
-    return dp_sgd_noise_multiplier(epsilon, DELTA, q, steps)
-
-
-def _run_dp_sgd(n: int, d: int, rng: np.random.Generator, *, epsilon: float) -> dict[str, float]:
-    """DP-SGD (D4) with the BFTT19 steps, batch size and step size of S2, Poisson rate ``q = b/n`` and the
-    smallest noise multiplier whose RDP (moments accountant) certificate meets the target."""
-    from dpsco_lib.algorithms.dp_sgd import run_dp_sgd
-
-    prob = _ls(1.0, d, "l1ball")
-    prm = _sgd_params(n, d, epsilon)
-    q = prm["batch_size"] / n
-    sigma = _dp_sgd_sigma(float(epsilon), q, int(prm["T"]))
-    res = run_dp_sgd(prob, prob.sample(n, rng), noise_multiplier=sigma, sampling_rate=q, steps=prm["T"],
-                     clip=prm["L0_2"], lr=prm["step_size"], rng=rng)
-    return {"value": prob.excess_risk(res.x), "eps_certified": _certify(res.ledger, "rdp"),
-            "trivial": prob.excess_risk(prob.feasible_set.center())}
-
-
-def _run_poly_sfw(n: int, d: int, rng: np.random.Generator, *, epsilon: float) -> dict[str, float]:
-    from dpsco_lib.algorithms.poly_sfw import run_poly_sfw
-
-    prob = _ls(1.0, d, "l1ball")
-    res = run_poly_sfw(prob, prob.sample(n, rng), epsilon=epsilon, delta=DELTA, rng=rng)
-    return {"value": prob.excess_risk(res.x), "eps_certified": _certify(res.ledger),
-            "trivial": prob.excess_risk(prob.feasible_set.center())}
-
-
-def _run_vr_fw(n: int, d: int, rng: np.random.Generator, *, epsilon: float, c: float) -> dict[str, float]:
-    from dpsco_lib.algorithms.vr_frank_wolfe import run_private_vr_frank_wolfe
-
-    prob = _ls(1.0, d, "l1ball", c=c)
-    res = run_private_vr_frank_wolfe(prob, prob.sample(n, rng), epsilon=epsilon, delta=DELTA, rng=rng)
-    return {"value": prob.excess_risk(res.x), "eps_certified": _certify(res.ledger),
-            "trivial": prob.excess_risk(prob.feasible_set.center())}
-
-
-def _run_gg_tree(n: int, d: int, rng: np.random.Generator, *, epsilon: float) -> dict[str, float]:
-    from dpsco_lib.algorithms.gg_vr_sfw import run_gg_vr_sfw
-
-    prob = _ls(1.5, d)
-    res = run_gg_vr_sfw(prob, prob.sample(n, rng), epsilon=epsilon, delta=DELTA, rng=rng, variant="tree")
-    return {"value": prob.excess_risk(res.x), "eps_certified": _certify(res.ledger),
-            "trivial": prob.excess_risk(prob.feasible_set.center()), "private_term": res.info["private_error"]}
-
-
-def _run_anytime(n: int, d: int, rng: np.random.Generator, *, epsilon: float, regime: str) -> dict[str, float]:
-    from dpsco_lib.algorithms.anytime_smd import run_anytime_smd_sco
-
-    prob = _ls(1.0, d, "simplex")
-    res = run_anytime_smd_sco(prob, prob.sample(n, rng), epsilon=epsilon, delta=DELTA, rng=rng, regime=regime)
-    return {"value": prob.excess_risk(res.x), "eps_certified": _certify(res.ledger, "advanced"),
-            "trivial": prob.excess_risk(prob.feasible_set.center())}
 
 
 def _game(kind: str, d: int) -> Any:
@@ -282,53 +194,90 @@ def _game(kind: str, d: int) -> Any:
     raise ValueError(f"kind must be 'bilinear' or 'quadratic', got {kind!r}")
 
 
-def _uniform_gap(g: Any) -> float:
-    return float(g.duality_gap(np.full(g.dx, 1.0 / g.dx), np.full(g.dy, 1.0 / g.dy)))
-
-
-def _run_alg1(n: int, d: int, rng: np.random.Generator, *, epsilon: float, kind: str, regime: str
-              ) -> dict[str, float]:
-    from dpsco_lib.algorithms.private_smd_saddle import run_private_smd_saddle
-
-    g = _game(kind, d)
-    res = run_private_smd_saddle(g, g.sample(n, rng), epsilon=epsilon, delta=DELTA, rng=rng, regime=regime)
-    # the advanced-composition certificate the calibration used (the ledger's KOV bound costs O(2KT))
-    return {"value": float(g.duality_gap(res.x, res.y)), "eps_certified": _certify(res.ledger, "advanced"),
-            "trivial": _uniform_gap(g)}
-
-
-def _run_alg1_rect(n: int, d: int, rng: np.random.Generator, *, epsilon: float) -> dict[str, float]:
-    """Algorithm 1, quadratic regime, on the d x 10 matrix game of notebook 09's sweep in d."""
-    from dpsco_lib.algorithms.private_smd_saddle import run_private_smd_saddle
+def _rect_game(d: int) -> Any:
+    """The d x 10 matrix game of notebook 09's sweep in d."""
     from dpsco_lib.problems.games import random_bilinear_game
 
-    g = random_bilinear_game(d, 10, np.random.default_rng([INSTANCE_SEED, d, 99]))
-    res = run_private_smd_saddle(g, g.sample(n, rng), epsilon=epsilon, delta=DELTA, rng=rng, regime="quadratic")
-    return {"value": float(g.duality_gap(res.x, res.y)), "eps_certified": _certify(res.ledger, "advanced"),
-            "trivial": _uniform_gap(g)}
+    return random_bilinear_game(d, 10, np.random.default_rng([INSTANCE_SEED, d, 99]))
 
 
-def _run_alg3(n: int, d: int, rng: np.random.Generator, *, epsilon: float) -> dict[str, float]:
-    from dpsco_lib.algorithms.bias_reduced_saddle import run_bias_reduced_smd_saddle
-
-    g = _game("bilinear", d)
-    res = run_bias_reduced_smd_saddle(g, g.sample(n, rng), epsilon=epsilon, delta=DELTA, rng=rng)
-    return {"value": float(g.duality_gap(res.x, res.y)), "eps_certified": _certify(res.ledger),
-            "trivial": _uniform_gap(g)}
-
-
-def _run_alg4(n: int, d: int, rng: np.random.Generator, *, epsilon: float) -> dict[str, float]:
-    from dpsco_lib.algorithms.boosted_saddle import run_boosted_saddle
-
-    g = _game("bilinear", d)
-    res = run_boosted_saddle(g, g.sample(n, rng), epsilon=epsilon, delta=DELTA, rng=rng)
-    return {"value": float(g.duality_gap(res.x, res.y)), "eps_certified": _certify(res.ledger),
-            "trivial": _uniform_gap(g)}
+#: The shared problems: name -> d -> instance.
+PROBLEMS: dict[str, Callable[[int], Any]] = {
+    "simplex LS": lambda d: _ls(1.0, d, "simplex"),
+    "l1-ball LS": lambda d: _ls(1.0, d, "l1ball"),
+    "l1-ball LS, c = 1": lambda d: _ls(1.0, d, "l1ball", c=1.0),
+    "l_1.5-ball LS": lambda d: _ls(1.5, d),
+    "matrix game": lambda d: _game("bilinear", d),
+    "quadratic game": lambda d: _game("quadratic", d),
+    "matrix game d x 10": _rect_game,
+}
 
 
-def _partial(fn: Callable[..., dict[str, float]], **kw: Any) -> Runner:
-    """A picklable ``functools.partial``."""
-    return functools.partial(fn, **kw)
+def _error_and_trivial(problem: Any, res: Any) -> tuple[float, float]:
+    """Exact excess population risk (convex programs) or duality gap (games), and that of the start point."""
+    if getattr(problem, "dy", None) is not None and res.y is not None:
+        uniform = (np.full(problem.dx, 1.0 / problem.dx), np.full(problem.dy, 1.0 / problem.dy))
+        return float(problem.duality_gap(res.x, res.y)), float(problem.duality_gap(*uniform))
+    return float(problem.excess_risk(res.x)), float(problem.excess_risk(problem.feasible_set.center()))
+
+
+def _sgd_params(n: int, d: int, epsilon: float) -> dict[str, Any]:
+    from dpsco_lib.algorithms.noisy_sgd import l2_constants, noisy_sgd_theory_params
+
+    L0_2, D_2 = l2_constants(_ls(1.0, d, "l1ball"))
+    prm = noisy_sgd_theory_params(n, d, epsilon, DELTA, L0_2, D_2)
+    return prm.as_dict() if hasattr(prm, "as_dict") else dict(prm)
+
+
+@functools.lru_cache(maxsize=256)
+def _dp_sgd_sigma(epsilon: float, q: float, steps: int) -> float:
+    """Memoized noise multiplier of DP-SGD meeting (epsilon, DELTA) (a deterministic calibration; replicates of
+    one grid point in one worker share it)."""
+    from dpsco_lib.algorithms.dp_sgd import dp_sgd_noise_multiplier
+
+    return dp_sgd_noise_multiplier(epsilon, DELTA, q, steps)
+
+
+def dp_sgd_hyper(n: int, d: int, epsilon: float) -> dict[str, Any]:
+    """DP-SGD (D4) with the BFTT19 steps, batch size and step size of S2, Poisson rate ``q = b/n`` and the
+    smallest noise multiplier whose RDP (moments accountant) certificate meets the target."""
+    prm = _sgd_params(n, d, epsilon)
+    q = prm["batch_size"] / n
+    return {"noise_multiplier": _dp_sgd_sigma(float(epsilon), q, int(prm["T"])), "sampling_rate": q,
+            "steps": prm["T"], "clip": prm["L0_2"], "lr": prm["step_size"]}
+
+
+def run_on_shared_problem(n: int, d: int, rng: np.random.Generator, *, algorithm: str, problem: str,
+                          epsilon: float | None, certify: str = "best", hyper: tuple[tuple[str, Any], ...] = (),
+                          hyper_fn: Callable[[int, int, float], dict[str, Any]] | None = None,
+                          extra: tuple[tuple[str, str], ...] = ()) -> dict[str, float]:
+    """Run registered ``algorithm`` once on ``n`` fresh records of shared ``problem`` in dimension ``d``.
+
+    Returns ``value`` (the exact error), ``eps_certified`` (the ledger's certificate by accountant ``certify``;
+    NaN when non-private), ``trivial`` (the error of the start point, i.e. of learning nothing) and, for each
+    ``(key, info_key)`` of ``extra``, the Result's ``info[info_key]`` under ``key``. ``hyper`` are fixed keyword arguments; ``hyper_fn(n, d, epsilon)`` computes
+    size-dependent ones (when it is given, the runner takes its privacy through them, not epsilon/delta).
+    """
+    from dpsco_lib.algorithms.registry import get_algorithm
+
+    rec = get_algorithm(algorithm)
+    prob = PROBLEMS[problem](d)
+    kwargs: dict[str, Any] = dict(hyper)
+    if hyper_fn is not None:
+        kwargs.update(hyper_fn(n, d, epsilon))  # type: ignore[arg-type]
+    elif rec.private:
+        kwargs.update(epsilon=epsilon, delta=DELTA)
+    res = rec.runner(prob, prob.sample(n, rng), rng=rng, **kwargs)
+    value, trivial = _error_and_trivial(prob, res)
+    eps = float(res.ledger.epsilon(DELTA, method=certify)) if res.ledger is not None else math.nan
+    out = {"value": value, "eps_certified": eps, "trivial": trivial}
+    out.update({k: float(res.info[i]) for k, i in extra})
+    return out
+
+
+def _runner(algorithm: str, problem: str, epsilon: float | None, **kw: Any) -> Runner:
+    """A picklable runner ``(n, d, rng) -> dict`` of :func:`run_on_shared_problem`."""
+    return functools.partial(run_on_shared_problem, algorithm=algorithm, problem=problem, epsilon=epsilon, **kw)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -352,7 +301,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
         n_paper=(256, 512, 1024, 2048, 4096, 8192), exponent=-0.5, exponent_range=(-0.5, -0.5),
         rate="L0 sqrt(2 ln d / n)", label="thm-S1",
         regime="non-private; the hard instance realizes the Nemirovski-Yudin rate (notebook 03)",
-        runner=_run_smd_simplex,
+        runner=_runner("S1 SMD", "simplex LS", None),
         d_smoke=(10, 100, 1000), d_paper=(10, 100, 1000, 10_000), n_for_d=1024,
         d_shape=lambda d: math.sqrt(math.log(d)), d_shape_text="sqrt(ln d)", d_problem="simplex LS, n = 1024",
     ),
@@ -362,7 +311,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
         n_paper=(1000, 2000, 4000, 8000, 16_000), exponent=-0.5, exponent_range=(-1.0, -0.5),
         rate="L D2 (1/sqrt n + sqrt(d ln(1/delta))/(eps n))", label="thm-S2",
         regime="both terms: the l2 constants L = sqrt(d) L0, D2 = 2 of an l1 problem; noise constants are large",
-        faster_note=_STRONGLY_CONVEX_NOTE, runner=_partial(_run_noisy_sgd, epsilon=1.0),
+        faster_note=_STRONGLY_CONVEX_NOTE, runner=_runner("S2 noisy SGD", "l1-ball LS", 1.0),
         d_smoke=(10, 40), d_paper=_D_SGD, n_for_d=16_000, d_range=(0.5, 1.0),
         d_shape_text="sqrt(d) (statistical, L = sqrt(d) L0) to d (private term)", d_problem="l1-ball LS, n = 16000",
     ),
@@ -372,7 +321,8 @@ ATLAS: tuple[AtlasEntry, ...] = (
         n_paper=(1000, 2000, 4000, 8000, 16_000), exponent=-0.5, exponent_range=(-1.0, -0.5),
         rate="as S2 (Poisson subsampling, RDP accountant)", label="thm-D4",
         regime="as S2 (same T, batch and step size); the RDP accountant with amplification gives less noise",
-        faster_note=_STRONGLY_CONVEX_NOTE, runner=_partial(_run_dp_sgd, epsilon=1.0),
+        faster_note=_STRONGLY_CONVEX_NOTE,
+        runner=_runner("D4 DP-SGD", "l1-ball LS", 1.0, certify="rdp", hyper_fn=dp_sgd_hyper),
         d_smoke=(10, 40), d_paper=_D_SGD, n_for_d=16_000, d_range=(0.5, 1.0),
         d_shape_text="sqrt(d) (statistical, L = sqrt(d) L0) to d (private term)", d_problem="l1-ball LS, n = 16000",
     ),
@@ -382,7 +332,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
         n_paper=(1000, 2000, 4000, 8000, 16_000, 32_000), exponent=-0.5, exponent_range=(-0.5, -0.5),
         rate="(L1 D^2 + L0 D) ln|V| ln(n/ln|V|) sqrt(ln 1/delta)/(eps sqrt n)", label="thm-F1",
         regime="private term (eps = 300 puts the selections above the noise in this range of n; notebook 05)",
-        faster_note=_VERTEX_NOTE, runner=_partial(_run_poly_sfw, epsilon=300.0),
+        faster_note=_VERTEX_NOTE, runner=_runner("F1 Poly-SFW", "l1-ball LS", 300.0),
         d_smoke=(10, 100, 1000), d_paper=(10, 100, 1000, 10_000), n_for_d=4000,
         d_shape=lambda d: math.log(2 * d) * math.log(4000 / math.log(2 * d)), d_shape_text="ln|V| ln(n/ln|V|)",
         d_problem="l1-ball LS, n = 4000, eps = 300",
@@ -399,7 +349,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
             "so the excess is quadratic in the noise-driven displacement of the iterate; with c = 2 (a sharp "
             "vertex) the selections become exact and the excess is 0 beyond n ~ 10^4 (no power law to fit)"
         ),
-        runner=_partial(_run_vr_fw, epsilon=10.0, c=1.0),
+        runner=_runner("F2 tree FW", "l1-ball LS, c = 1", 10.0),
     ),
     AtlasEntry(
         key="F3 GG-VR-SFW tree", spec="F3", algorithm="run_gg_vr_sfw", problem="l_1.5-ball LS, d = 100, eps = 1",
@@ -413,7 +363,8 @@ ATLAS: tuple[AtlasEntry, ...] = (
             "O(s), so the excess decays 1.5 to 2 times faster than the n^(-1) private term, which is checked "
             "separately (notebook 06 asserts the same private-term exponent)"
         ),
-        runner=_partial(_run_gg_tree, epsilon=1.0),
+        runner=_runner("F3 GG-VR-SFW tree", "l_1.5-ball LS", 1.0, hyper=(("variant", "tree"),),
+                       extra=(("private_term", "private_error"),)),
     ),
     AtlasEntry(
         key="A1 quadratic regime", spec="A1", algorithm="run_private_smd_saddle",
@@ -422,10 +373,12 @@ ATLAS: tuple[AtlasEntry, ...] = (
         exponent=-0.5, exponent_range=(-0.5, -0.5),
         rate="L0 (sqrt(log d/n) + rho^(1/2)), rho = log^(3/2) d sqrt(log 1/delta)/(n eps)", label="thm-A1",
         regime="private term rho^(1/2) (K = 1; the gap is >= 2x the statistical term, notebook 09)",
-        runner=_partial(_run_alg1, epsilon=1.0, kind="bilinear", regime="quadratic"),
+        runner=_runner("A1 private SMD saddle", "matrix game", 1.0, certify="advanced",
+                       hyper=(("regime", "quadratic"),)),
         d_smoke=(10, 100, 1000), d_paper=(10, 100, 1000, 10_000), n_for_d=4000,
         d_shape=lambda d: math.log(10 * d) ** 0.75, d_shape_text="log^(3/4)(d d_y)",
-        d_runner=_partial(_run_alg1_rect, epsilon=8.0), d_epsilon=8.0,
+        d_runner=_runner("A1 private SMD saddle", "matrix game d x 10", 8.0, certify="advanced",
+                         hyper=(("regime", "quadratic"),)), d_epsilon=8.0,
         d_problem="matrix game d x 10, n = 4000, eps = 8",
     ),
     AtlasEntry(
@@ -435,7 +388,8 @@ ATLAS: tuple[AtlasEntry, ...] = (
         exponent=-1.0 / 3.0, exponent_range=(-0.5, -1.0 / 3.0),
         rate="(L0 + L1)(sqrt(log d/n) + rho^(1/3))", label="thm-A1",
         regime="private term rho^(1/3) (vertex-sampling bias 16 L1/sqrt K balanced; notebook 09)",
-        runner=_partial(_run_alg1, epsilon=16.0, kind="quadratic", regime="first_order"),
+        runner=_runner("A1 private SMD saddle", "quadratic game", 16.0, certify="advanced",
+                       hyper=(("regime", "first_order"),)),
     ),
     AtlasEntry(
         key="A3 bias-reduced SMD", spec="A3", algorithm="run_bias_reduced_smd_saddle",
@@ -451,7 +405,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
             "the instance's oracle second moment instead of the worst-case bound; here even that leaves the gap "
             "at n = 64000, eps = 1 between 0.33 and 0.61, against 0.44 at the uniform start)"
         ),
-        runner=_partial(_run_alg3, epsilon=1.0),
+        runner=_runner("A3 bias-reduced SMD", "matrix game", 1.0),
     ),
     AtlasEntry(
         key="A4 boosted", spec="A4", algorithm="run_boosted_saddle", problem="matrix game 20 x 20, eps = 1",
@@ -463,7 +417,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
             "its candidates come from Algorithm 3 on n/(3k+1) records each, which is saturated at these n (see "
             "A3); the selection then approaches the gap of the uniform start from above"
         ),
-        runner=_partial(_run_alg4, epsilon=1.0),
+        runner=_runner("A4 boosted", "matrix game", 1.0),
     ),
     AtlasEntry(
         key="A5 anytime SMD", spec="A5", algorithm="run_anytime_smd_sco",
@@ -472,7 +426,8 @@ ATLAS: tuple[AtlasEntry, ...] = (
         exponent=-0.5, exponent_range=(-0.5, -0.5),
         rate="sqrt(log d/n) + log d/sqrt(n eps) (second-order smooth; L2 = 0 for least squares)",
         regime="second-order parameters; both terms decay like n^(-1/2) (the instance of notebook 12)",
-        runner=_partial(_run_anytime, epsilon=1.0, regime="second_order"),
+        runner=_runner("A5 anytime SMD", "simplex LS", 1.0, certify="advanced",
+                       hyper=(("regime", "second_order"),)),
     ),
 )
 
