@@ -11,6 +11,10 @@ twice, once as registered by the builder (file name ``''``) and once by the appl
 browser throws "Identifier 'THEBE_JS_URL' has already been declared" on every page. ``dedupe_scripts``
 drops the second copy.
 
+**The algorithm registry.** The ``algorithm-registry`` directive renders the table of
+:data:`dpsco_lib.algorithms.registry.REGISTRY` (key, theorem, runner, relation, notebook) and the API of every
+registered algorithm module, so the API page lists exactly the registered algorithms.
+
 **How to cite each notebook.** Every notebook page ends with a "How to cite this page" box that names the
 results it checks (read off its own ``thm-*`` and ``crit-*`` labels) and gives a BibTeX entry for it.
 
@@ -38,6 +42,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+from sphinx.util.docutils import SphinxDirective
 
 _UNDERLINE = re.compile(r"^\s*([-=~^\"'`#*+])\1{2,}\s*$")
 # Directives whose body is not reST text (code, math, raw output): copied verbatim. The bodies of all other
@@ -217,7 +223,39 @@ def add_citation_box(app: Any, doctree: Any) -> None:
     page += box
 
 
+class AlgorithmRegistry(SphinxDirective):
+    """``.. algorithm-registry::``: the registry table, then ``automodule`` of each registered module."""
+
+    has_content = False
+
+    def _lines(self) -> list[str]:
+        from dpsco_lib.algorithms.registry import REGISTRY
+
+        out = [".. list-table:: The registered algorithms (``dpsco_lib.algorithms.registry.REGISTRY``)",
+               "   :header-rows: 1", "   :widths: 22 8 30 14 26", "",
+               "   * - Algorithm", "     - Result", "     - Runner", "     - Neighbours", "     - Notebook"]
+        for r in REGISTRY:
+            rel = (r.relation or "non-private").replace("_", "-")
+            out += [f"   * - {r.name}", f"     - {r.spec}", f"     - :func:`~{r.runner.__module__}.{r.runner.__name__}`",
+                    f"     - {rel}", f"     - :doc:`/notebooks/{r.notebook}`"]
+        modules = ["dpsco_lib.algorithms._result", "dpsco_lib.algorithms.registry"]
+        modules += [m for m in dict.fromkeys(r.runner.__module__ for r in REGISTRY) if m not in modules]
+        for m in modules:
+            out += ["", f".. rubric:: ``{m}``", "", f".. automodule:: {m}", "   :members:", ""]
+        return out
+
+    def run(self) -> list[Any]:
+        from docutils import nodes
+        from docutils.statemachine import StringList
+
+        container = nodes.container()
+        self.state.nested_parse(StringList(self._lines(), source="algorithm-registry"), self.content_offset,
+                                container)
+        return list(container.children)
+
+
 def setup(app: Any) -> dict[str, Any]:
+    app.add_directive("algorithm-registry", AlgorithmRegistry)
     app.setup_extension("sphinx.ext.autodoc")
     app.setup_extension("sphinx.ext.napoleon")
     app.add_config_value("dpsco_verbatim_docstrings", [], "env", [list])
