@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -241,8 +242,6 @@ def _output_text(out: dict) -> str:
 
 def page_status(executed: Path) -> PageStatus:
     """Whether the executed copy may be published: it ran without error and its verdict passed."""
-    import re
-
     if not executed.is_file():
         return PageStatus("missing", "not executed")
     try:
@@ -797,7 +796,39 @@ def prepare_book(root: Path, src: Path) -> BookPlan:
         # Prose chapters point at theorems of the notebooks left out: those links stay plain text.
         sphinx_config["suppress_warnings"] = [*sphinx_config.get("suppress_warnings", []), *PARTIAL_BUILD_SUPPRESS]
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        _unlink_missing_theorems(src, published, root)
     return plan
+
+
+_PRF_REF = re.compile(r"\{prf:ref\}`(?:([^`<]*?)\s*<([^`>]+)>|([^`]+))`")
+_LABEL = re.compile(r":label:\s*(\S+)")
+
+
+def _unlink_missing_theorems(src: Path, published: Sequence[Path], root: Path) -> None:
+    """In a partial build, a prose chapter's link to a theorem of a notebook left out becomes plain text.
+
+    sphinx-proof reports such a reference with an untyped warning (which ``-W`` turns into an error and
+    ``suppress_warnings`` cannot silence), so the staged copies of the chapters are rewritten instead.
+    """
+    defined: set[str] = set()
+    for page in [*(src / "book").rglob("*.md"), *(src / nb.relative_to(root) for nb in published)]:
+        try:
+            text = page.read_text()
+        except OSError:
+            continue
+        defined.update(_LABEL.findall(text))
+    for page in (src / "book").rglob("*.md"):
+        text = page.read_text()
+
+        def plain(match: re.Match[str]) -> str:
+            label = match.group(2) or match.group(3)
+            if label.strip() in defined:
+                return match.group(0)
+            return match.group(1) or label.split("-", 1)[-1]
+
+        new = _PRF_REF.sub(plain, text)
+        if new != text:
+            page.write_text(new)
 
 
 def _executed_profile(src: Path, notebooks: Sequence[Path], root: Path) -> str:

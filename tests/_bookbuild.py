@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dpsco_lib.cli import _stage_book_sources, _stage_mathjax, toc_notebooks
+from dpsco_lib.cli import _stage_mathjax, prepare_book, toc_notebooks
 
 from ._nbtools import SMOKE_DIR, execute_smoke
 
@@ -21,7 +21,10 @@ def build_smoke_book(root: Path, out: Path) -> Path:
         if not executed.is_file() or executed.stat().st_mtime < nb.stat().st_mtime:
             run = execute_smoke(root, nb)
             assert run.error is None, f"{nb.name} failed at {run.error}"
-    _stage_book_sources(root, smoke)  # refresh config, toc, prose and the run-time table
+    # The same staging as `dpsco build`: config, toc, prose, run-time table, provenance boxes, hidden parameters;
+    # every notebook must be publishable (ran, passing verdict), so the smoke book is the whole book.
+    plan = prepare_book(root, smoke)
+    assert not plan.partial, f"not publishable: missing {plan.missing}, refused {plan.refused}"
     _stage_mathjax(root, smoke)
     exe = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
     assert exe, "jupyter-book is not installed in this environment"

@@ -204,6 +204,55 @@ def test_page_renders_in_browser(visit, site, docname):
     assert not visit.errors, f"{docname}: " + "; ".join(visit.errors[:5])
 
 
+NOTEBOOK_PAGE_REPORT = """() => {
+  const se = document.scrollingElement;
+  const verdicts = [...document.querySelectorAll('table.dpsco-verdict')];
+  const main = document.querySelector('main') || document.body;
+  return {
+    scrollWidth: se.scrollWidth, clientWidth: se.clientWidth,
+    verdicts: verdicts.length,
+    verdictRows: verdicts.reduce((n, t) => n + t.querySelectorAll('tbody tr').length, 0),
+    failedRows: verdicts.reduce((n, t) => n + t.querySelectorAll('tr.dpsco-verdict-fail').length, 0),
+    verdictOverflow: verdicts.filter(t => t.scrollWidth > t.parentElement.clientWidth + 1).length,
+    parameterCells: [...main.querySelectorAll('.cell')].filter(
+      c => /^\\s*profile\\s*=\\s*["']/m.test((c.querySelector('.cell_input') || {}).textContent || '')).length,
+    figures: [...main.querySelectorAll('img')].map(i => ({src: i.getAttribute('src') || '', alt: i.alt || ''})),
+    provenance: document.querySelectorAll('.dpsco-provenance').length,
+    repository: [...document.querySelectorAll('a[href]')].filter(
+      a => a.href.startsWith('https://github.com/dpsco-companion/dpsco-companion')).length,
+  };
+}"""
+
+
+@pytest.mark.parametrize("docname", [d for d in toc_docnames(ROOT) if d.startswith("notebooks/")])
+def test_notebook_page_reads_well_at_1280px(browser, site, docname):
+    """At 1280 px: no sideways scrolling, the verdict table with every check passing, no parameter cell,
+    real alt text on every figure, the provenance box and a link to the repository."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site) else route.abort())
+        page.goto(site + docname + ".html", wait_until="load")
+        r = page.evaluate(NOTEBOOK_PAGE_REPORT)
+    finally:
+        context.close()
+    wide = f"{r['scrollWidth']} > {r['clientWidth']}"
+    assert r["scrollWidth"] <= r["clientWidth"], f"{docname}: the page scrolls sideways ({wide} px)"
+    assert r["verdicts"] >= 1 and r["verdictRows"] >= 1, f"{docname}: no verdict table"
+    assert r["failedRows"] == 0, f"{docname}: {r['failedRows']} failed check(s) in the verdict table"
+    assert r["verdictOverflow"] == 0, f"{docname}: the verdict table is wider than its column"
+    assert r["parameterCells"] == 0, f"{docname}: a parameter cell is visible"
+    figures = [f for f in r["figures"] if "logo" not in f["alt"].lower()]
+    assert figures, f"{docname}: no figure"
+    for fig in figures:
+        alt = fig["alt"].strip()
+        assert alt and alt != fig["src"] and not re.search(r"\.(png|svg|jpe?g)$", alt) and "/" not in alt.split()[0], (
+            f"{docname}: figure {fig['src']} has no real alt text ({alt!r})")
+    assert r["provenance"] == 1, f"{docname}: no 'How this page was produced' box"
+    assert r["repository"] >= 1, f"{docname}: no link to the repository"
+
+
 def test_citations_link_to_the_bibliography(visit, site):
     page = visit.page
     page.goto(site + "book/part2-non-euclidean-sco.html", wait_until="load")
