@@ -166,7 +166,7 @@ def checked_labels(doctree: Any) -> list[str]:
     return found
 
 
-def notebook_bibtex(number: str, title: str, labels: list[str], version: str) -> str:
+def notebook_bibtex(number: str, title: str, labels: list[str], version: str, url: str = "") -> str:
     """A BibTeX entry for one notebook of the book (the book's own entry is on the How-to-cite page)."""
     checks = ", ".join(label.split("-", 1)[1] for label in labels) or "none"
     title_tex = title.replace("{", "").replace("}", "").replace("&", r"\&")
@@ -176,7 +176,8 @@ def notebook_bibtex(number: str, title: str, labels: list[str], version: str) ->
         f"  title   = {{Notebook {number}: {title_tex}}},\n"
         f"  howpublished = {{In dpsco-companion, version {version}, notebook {number}}},\n"
         f"  year    = {{2026}},\n"
-        f"  note    = {{Checks {checks}; state the profile and seed of the numbers you cite}}\n"
+        + (f"  url     = {{{url}}},\n" if url else "")
+        + f"  note    = {{Checks {checks}; state the profile and seed of the numbers you cite}}\n"
         f"}}"
     )
 
@@ -216,7 +217,8 @@ def add_citation_box(app: Any, doctree: Any) -> None:
             "in the notebook's parameter cell: state both."
         )
     )
-    bib = notebook_bibtex(number, title, labels, version)
+    base = (getattr(app.config, "html_baseurl", "") or "").rstrip("/")
+    bib = notebook_bibtex(number, title, labels, version, f"{base}/{docname}.html" if base else "")
     literal = nodes.literal_block(bib, bib)
     literal["language"] = "bibtex"
     box += literal
