@@ -7,7 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from dpsco_lib.algorithms.poly_sfw import poly_sfw_sensitivities, poly_sfw_theory_params, run_poly_sfw
+from dpsco_lib.algorithms.poly_sfw import (
+    poly_sfw_sensitivities,
+    poly_sfw_theory_params,
+    run_poly_sfw,
+    run_poly_sfw_reference,
+)
 from dpsco_lib.geometry.sets import L1Ball, Polytope, Simplex
 from dpsco_lib.privacy.accounting import advanced_composition_epsilon
 from dpsco_lib.privacy.audit import canary_audit
@@ -81,50 +86,65 @@ def test_sensitivity_bound_holds_on_adversarial_neighbours(where):
         assert worst[0] >= 0.5 * s[0]
 
 
-def test_theory_params_and_budget_solvers():
+def test_theory_params_and_accountants():
     p = poly_sfw_theory_params(10_000, 200, 1.0, 1e-6, 3.0, 1.0, 2.0)
-    assert p["T"] == 5000 and p["batch_size"] == 5000 and p["n_selections"] == 5001
-    assert p["eta"] == pytest.approx(math.log(10_000 / math.log(200)) / 5000)
+    assert p.T == 5000 and p.batch_size == 5000 and p.n_selections == 5001 and p.accountant == "advanced"
+    assert p.step_size == pytest.approx(math.log(10_000 / math.log(200)) / 5000)
+    assert p.as_dict()["eps0"] == p.eps0
     # advanced: the exact DRV solver meets the target with equality (to rounding) and never exceeds it
-    e_adv = advanced_composition_epsilon(p["eps0"], k=5001, delta_prime=1e-6)
+    e_adv = advanced_composition_epsilon(p.eps0, k=5001, delta_prime=1e-6)
     assert e_adv <= 1.0 and e_adv == pytest.approx(1.0, rel=1e-9)
-    q = poly_sfw_theory_params(10_000, 200, 1.0, 1e-6, 3.0, 1.0, 2.0, budget="closed_form")
-    assert q["eps0"] == pytest.approx(1.0 / (2 * math.sqrt(2 * 5001 * math.log(1e6))))
-    assert q["eps0"] < p["eps0"]
-    k = poly_sfw_theory_params(10_000, 200, 1.0, 1e-6, 3.0, 1.0, 2.0, budget="kov")
-    assert k["eps0"] > p["eps0"]
+    q = poly_sfw_theory_params(10_000, 200, 1.0, 1e-6, 3.0, 1.0, 2.0, accountant="paper")
+    assert q.eps0 == pytest.approx(1.0 / (2 * math.sqrt(2 * 5001 * math.log(1e6))))
+    assert q.eps0 < p.eps0
+    k = poly_sfw_theory_params(10_000, 200, 1.0, 1e-6, 3.0, 1.0, 2.0, accountant="kov")
+    assert k.eps0 > p.eps0
+    b = poly_sfw_theory_params(10_000, 200, 1.0, 1e-6, 3.0, 1.0, 2.0, accountant="best")
+    assert b.eps0 >= k.eps0 * (1 - 1e-12)  # the tightest valid accountant: the largest per-step budget
     z = poly_sfw_theory_params(100, 10, 2.0, 0.0, 3.0, 1.0, 2.0)
-    assert z["eps0"] == pytest.approx(2.0 / 51)
+    assert z.eps0 == pytest.approx(2.0 / 51) and z.accountant == "basic"
     big = poly_sfw_theory_params(20, 200, 1.0, 1e-6, 3.0, 1.0, 2.0, step_constant=50.0)
-    assert big["eta"] == 1.0  # capped
+    assert big.step_size == 1.0  # capped
 
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 8.0])
 @pytest.mark.parametrize("delta", [1e-8, 1e-5, 0.0])
 @pytest.mark.parametrize("n", [2, 51, 400])
-@pytest.mark.parametrize("budget", ["advanced", "kov"])
-def test_ledger_certifies_target(eps, delta, n, budget):
+@pytest.mark.parametrize("accountant", ["advanced", "kov", "best"])
+def test_ledger_certifies_target(eps, delta, n, accountant):
     pr = hard_least_squares(1.0, 5, set_kind="simplex")
     data = pr.sample(n, np.random.default_rng(n))
-    res = run_poly_sfw(pr, data, epsilon=eps, delta=delta, rng=np.random.default_rng(1), budget=budget,
+    res = run_poly_sfw(pr, data, epsilon=eps, delta=delta, rng=np.random.default_rng(1), accountant=accountant,
                        step_size=0.5 if n == 2 else None)
     led = res.ledger
     assert led.total_count == n // 2 + 1
-    assert led.epsilon(delta) <= eps * (1 + 1e-12)
-    if budget == "advanced" and delta > 0:
+    assert res.certified_epsilon(delta) <= eps
+    assert res.certified_epsilon(delta, accountant=res.params["accountant"]) <= eps
+    if accountant == "advanced" and delta > 0:
         assert led.epsilon(delta, method="advanced") == pytest.approx(eps, rel=1e-9)
         assert led.epsilon(delta, method="advanced") <= eps
 
 
-def test_closed_form_budget_certified_and_rejected_when_invalid():
+def test_paper_rule_certified_and_rejected_when_invalid():
     pr = hard_least_squares(1.0, 5, set_kind="simplex")
     data = pr.sample(200, np.random.default_rng(0))
-    res = run_poly_sfw(pr, data, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(0), budget="closed_form")
-    assert res.ledger.epsilon(1e-5, method="advanced") <= 1.0
-    with pytest.raises(ValueError, match="closed_form"):
-        run_poly_sfw(pr, data, epsilon=1.0, delta=0.0, rng=np.random.default_rng(0), budget="closed_form")
-    with pytest.raises(ValueError, match="closed_form"):  # eps far beyond 4 ln(1/delta): the rule fails
-        run_poly_sfw(pr, data, epsilon=500.0, delta=0.1, rng=np.random.default_rng(0), budget="closed_form")
+    res = run_poly_sfw(pr, data, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(0), accountant="paper")
+    assert res.certified_epsilon(1e-5, accountant="advanced") <= 1.0
+    with pytest.raises(ValueError, match="delta"):
+        run_poly_sfw(pr, data, epsilon=1.0, delta=0.0, rng=np.random.default_rng(0), accountant="paper")
+    with pytest.raises(ValueError, match="paper"):  # eps far beyond 4 ln(1/delta): the rule fails
+        run_poly_sfw(pr, data, epsilon=500.0, delta=0.1, rng=np.random.default_rng(0), accountant="paper")
+
+
+def test_reference_loop_is_bit_identical_on_a_polytope():
+    rng = np.random.default_rng(4)
+    V = rng.standard_normal((7, 3))
+    V /= np.abs(V).sum(axis=1, keepdims=True)
+    poly = _ls_polytope(V)
+    data = poly.sample(300, rng)
+    a = run_poly_sfw(poly, data, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(1), trace=True)
+    b = run_poly_sfw_reference(poly, data, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(1), trace=True)
+    assert np.array_equal(a.x, b.x) and np.array_equal(a.trace["selected"], b.trace["selected"])
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -247,7 +267,8 @@ def small():
         ({"step_size": 0.0}, "step_size"),
         ({"step_size": 1.5}, "step_size"),
         ({"step_constant": 0.0}, "step_constant"),
-        ({"budget": "rdp"}, "budget"),
+        ({"accountant": "closed_form"}, "accountant"),
+        ({"accountant": "gdp"}, "gdp"),
         ({"rng": 3}, "rng"),
     ],
 )

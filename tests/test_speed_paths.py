@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from dpsco_lib.algorithms.poly_sfw import poly_sfw_sensitivities, run_poly_sfw
+from dpsco_lib.algorithms.poly_sfw import run_poly_sfw, run_poly_sfw_reference
 from dpsco_lib.algorithms.smd import run_smd
 from dpsco_lib.geometry.mirror import EntropicStepInplace, entropic_step_with_weights
 from dpsco_lib.geometry.sets import L1Ball, Simplex
@@ -155,45 +155,6 @@ def test_run_smd_matches_reference_loop(lift_l1):
     assert _same_bits(res.x, _reference_smd(prob, data, res.params["step_size"], lift_l1))
 
 
-def _reference_poly_sfw(problem, data, res, rng) -> tuple[np.ndarray, np.ndarray]:
-    """Poly-SFW on the simplex / l1 ball with per-step Laplace draws, problem.grad and allocating updates."""
-    fset = problem.feasible_set
-    d = fset.d
-    simplex = isinstance(fset, Simplex)
-    nv = d if simplex else 2 * d
-    r = 1.0 if simplex else fset.radius
-    n = data.n
-    T, m, eta, eps0 = res.params["T"], res.params["batch_size"], res.params["eta"], res.params["eps0"]
-    scales = (2.0 / eps0) * poly_sfw_sensitivities(T, m, eta, problem.L0, problem.L1, res.info["diameter"])
-
-    def scores(g):
-        return g if simplex else np.concatenate([g * r, g * -r])
-
-    def move(x, j):
-        x *= 1.0 - eta
-        x[j % d] += eta * (r if j < d else -r)
-
-    x_prev = np.asarray(fset.center(), dtype=np.float64).copy()
-    grad = problem.mean_grad(x_prev, data[:m])
-    sel = np.empty(T + 1, dtype=np.int64)
-    sel[0] = j = int(np.argmin(rng.laplace(0.0, 1.0, size=nv) * scales[0] + scores(grad)))
-    x = x_prev.copy()
-    move(x, j)
-    for t in range(1, T + 1):
-        rec = data[m + t - 1: m + t]
-        g_new = problem.grad(x, rec)[0]
-        g_old = problem.grad(x_prev, rec)[0]
-        grad += g_new - g_old
-        grad *= 1.0 - eta
-        grad += eta * g_new
-        noise = rng.laplace(0.0, 1.0, size=nv) * scales[t]
-        sel[t] = j = int(np.argmin(noise + scores(grad)))
-        x_prev[:] = x
-        move(x, j)
-    assert n == m + T
-    return x, sel
-
-
 @pytest.mark.parametrize("set_kind", ["simplex", "l1ball"])
 def test_run_poly_sfw_matches_reference_loop(set_kind):
     rng = np.random.default_rng(5)
@@ -202,6 +163,7 @@ def test_run_poly_sfw_matches_reference_loop(set_kind):
     prob = random_least_squares(fset, 1.0, rng, k=4)
     data = prob.sample(1201, rng)
     res = run_poly_sfw(prob, data, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(9), trace=True)
-    x_ref, sel_ref = _reference_poly_sfw(prob, data, res, np.random.default_rng(9))
-    assert np.array_equal(res.trace["selected"], sel_ref)
-    assert _same_bits(res.x, x_ref)
+    ref = run_poly_sfw_reference(prob, data, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(9), trace=True)
+    assert np.array_equal(res.trace["selected"], ref.trace["selected"])
+    assert _same_bits(res.x, ref.x)
+    assert _same_bits(res.trace["x"], ref.trace["x"])

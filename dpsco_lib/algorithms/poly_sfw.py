@@ -47,17 +47,20 @@ the data (some rise while others fall), so the general report-noisy-min scale
 which makes every selection ``(eps0, 0)``-DP given the past.
 
 Privacy budget. The ``K = T + 1`` selections are an adaptive composition of ``eps0``-DP steps; ``eps0``
-is the largest per-step budget whose ``K``-fold composition meets ``(epsilon, delta)``:
+is the largest per-step budget whose ``K``-fold composition meets ``(epsilon, delta)`` under the chosen
+``accountant`` (:func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon`, which inverts the certificate
+the run's ledger reports):
 
-* ``budget="advanced"`` (default): exact solver of DRV10 advanced composition
-  (:func:`~dpsco_lib.privacy.accounting.advanced_composition_per_step_epsilon`); ``delta = 0`` uses basic
-  composition ``eps0 = epsilon / K``;
-* ``budget="kov"``: the optimal composition of Kairouz-Oh-Viswanath (larger ``eps0``, less noise);
-* ``budget="closed_form"``: the talk's ``eps0 = epsilon / (2 sqrt(2 K ln(1/delta)))`` (constant 2 sqrt 2
-  stated by us: advanced composition then gives ``epsilon/2 + K eps0 (e^eps0 - 1) <= epsilon`` whenever
-  ``epsilon e^eps0 <= 4 ln(1/delta)``; checked at run time, ``ValueError`` otherwise).
+* ``accountant="advanced"`` (default): DRV10 advanced composition (the calibration of the talk's analysis);
+* ``accountant="best"``: the tightest valid accountant for ``K`` pure steps (KOV15's optimal composition,
+  hence the largest ``eps0`` and the least noise); ``"kov"``, ``"rdp"``, ``"pld"``, ``"basic"``: that one;
+* ``accountant="paper"``: the talk's ``eps0 = epsilon / (2 sqrt(2 K ln(1/delta)))`` (constant 2 sqrt 2 stated
+  by us), certified by DRV10 (``ValueError`` when it does not meet the target, i.e. unless
+  ``epsilon e^eps0 <= 4 ln(1/delta)``).
 
-The returned ledger records the ``K`` pure steps, and ``ledger.epsilon(delta) <= epsilon`` certifies the run.
+``delta = 0`` is pure DP by basic composition, ``eps0 = epsilon / K``, for every accountant but ``"paper"``.
+The returned ledger records the ``K`` pure steps (``LaplaceEvent(eps0)`` self-composed ``K`` times), and
+``result.certified_epsilon(delta) <= epsilon`` certifies the run.
 
 Rate (BGN21): ``E F(x_{T+1}) - F* = O((L1 D^2 + L0 D) ln|V| ln(n/ln|V|) sqrt(ln(1/delta)) / (eps sqrt n))``.
 
@@ -65,17 +68,21 @@ Implementation: scores are computed through the structure of the set, ``O(d)`` p
 ``nabla``; l1 ball: ``(r nabla, -r nabla)``); a general polytope uses ``V nabla``. The Laplace noise of
 a block of steps is drawn at once (standard Laplace, scaled by ``lambda_t`` per step), which is
 report-noisy-min with scale ``lambda_t`` exactly. The library works in the idealized real-arithmetic
-model with float64 noise from a non-cryptographic RNG.
+model with float64 noise from a non-cryptographic RNG. :func:`run_poly_sfw_reference` is the same algorithm
+written as a plain loop (per-step draws, allocating updates); the tests compare the two bit for bit.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from dpsco_lib._validation import (
+    ParameterTypeError,
+    check_bool,
     check_delta,
     check_epsilon,
     check_in_range,
@@ -84,87 +91,90 @@ from dpsco_lib._validation import (
     check_rng,
 )
 from dpsco_lib.algorithms._result import Result
+from dpsco_lib.algorithms.vr_sensitivity import vr_sensitivities
 from dpsco_lib.geometry.sets import LpBall, Simplex, vertex_oracle
-from dpsco_lib.privacy.accounting import (
-    PrivacyLedger,
-    advanced_composition_epsilon,
-    advanced_composition_per_step_epsilon,
-    kov_epsilon,
-    kov_per_step_epsilon,
-)
+from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.budget import check_accountant, per_step_epsilon
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.least_squares import row_grad_oracle
 
-__all__ = ["BUDGETS", "poly_sfw_sensitivities", "poly_sfw_theory_params", "run_poly_sfw"]
-
-BUDGETS = ("advanced", "kov", "closed_form")
+__all__ = [
+    "PolySfwParams",
+    "poly_sfw_sensitivities",
+    "poly_sfw_theory_params",
+    "run_poly_sfw",
+    "run_poly_sfw_reference",
+]
 
 # Largest number of standard-Laplace draws materialized at once (2 MB of float64: a block stays in cache;
 # the draws are a sequential stream, so the block size does not change any value).
 _NOISE_BLOCK_ENTRIES = 262_144
 
 
-def _composed_epsilon(eps0: float, k: int, delta: float, method: str) -> float:
-    # The same float64 expressions as PrivacyLedger.epsilon for one event of k pure eps0-DP steps
-    # (the tests assert agreement with the ledger), without building a ledger per call.
-    if method == "basic":
-        return k * eps0
-    if method == "advanced":
-        return math.sqrt(2 * math.log(1 / delta) * (k * eps0 * eps0)) + k * eps0 * math.expm1(eps0)
-    return kov_epsilon(eps0, k=k, delta=delta)
-
-
-def _certified_down(eps0: float, epsilon: float, delta: float, k: int, method: str) -> float:
-    # The solvers round their root down, but the ledger evaluates the composition with a differently
-    # ordered float64 formula that can land 1 ulp above the target; step eps0 down until the ledger's
-    # formula certifies <= epsilon (a few ulps at most).
-    for _ in range(64):
-        if _composed_epsilon(eps0, k, delta, method) <= epsilon:
-            return eps0
-        eps0 = float(np.nextafter(eps0, 0.0))
-    raise RuntimeError("could not certify the per-step budget")  # pragma: no cover
-
-
-def _per_step_epsilon(epsilon: float, delta: float, k: int, budget: str) -> float:
-    if budget not in BUDGETS:
-        raise ValueError(f"budget must be one of {BUDGETS}, got {budget!r}")
-    if budget == "kov":
-        return _certified_down(kov_per_step_epsilon(epsilon, delta_total=delta, k=k), epsilon, delta, k, "kov")
-    if delta == 0:
-        if budget == "closed_form":
-            raise ValueError("budget='closed_form' needs delta > 0 (it is the advanced-composition rule)")
-        return _certified_down(epsilon / k, epsilon, 0.0, k, "basic")
-    if budget == "advanced":
-        e_adv = advanced_composition_per_step_epsilon(epsilon, delta_total=delta, k=k)
-        return _certified_down(e_adv, epsilon, delta, k, "advanced")
-    eps0 = epsilon / (2.0 * math.sqrt(2.0 * k * math.log(1.0 / delta)))
-    if advanced_composition_epsilon(eps0, k=k, delta_prime=delta) > epsilon:
-        raise ValueError(
-            f"budget='closed_form' (eps0 = eps/(2 sqrt(2K ln(1/delta)))) does not meet epsilon={epsilon!r} at "
-            f"delta={delta!r} with K={k} steps (it needs epsilon e^eps0 <= 4 ln(1/delta)); use budget='advanced'"
-        )
-    return _certified_down(eps0, epsilon, delta, k, "advanced")
+def _selection_epsilon(epsilon: float, delta: float, k: int, accountant: str) -> float:
+    """eps0 of the ``k`` selections: the budget path (pure DP by basic composition when delta = 0)."""
+    if delta == 0 and accountant != "paper":
+        accountant = "basic"
+    return per_step_epsilon(epsilon, delta, k, accountant=accountant, mechanism="pure").value
 
 
 def poly_sfw_sensitivities(T: int, batch_size: int, eta: float, L0: float, L1: float, D: float) -> np.ndarray:
     r"""Per-step score sensitivities ``s_0, ..., s_T`` of Poly-SFW (Spec F1; derivation in the module docstring).
 
-    ``s_0 = L0 D / m`` and ``s_t = max{L0 D (1 - eta)^t / m, eta D ((1 - eta) L1 D + L0)}`` for
-    ``t >= 1``, with ``m`` = ``batch_size`` the size of the initial batch.
+    ``s_0 = L0 D / m`` and ``s_t = max{L0 D (1 - eta)^t / m, eta D ((1 - eta) L1 D + L0)}`` for ``t >= 1``, with
+    ``m`` = ``batch_size`` the size of the initial batch: the lemma
+    :func:`~dpsco_lib.algorithms.vr_sensitivity.vr_sensitivities` with single-record updates, as scores.
     """
     T = check_int(T, "T", lo=0)
-    m = check_int(batch_size, "batch_size", lo=1)
-    eta = check_in_range(eta, "eta", 0.0, 1.0, lo_inclusive=False)
-    L0 = check_positive(L0, "L0")
-    L1 = check_positive(L1, "L1", allow_zero=True)
-    D = check_positive(D, "D")
-    t = np.arange(T + 1, dtype=np.float64)
-    first = L0 * D / m * (1.0 - eta) ** t
-    update = eta * D * ((1.0 - eta) * L1 * D + L0)
-    s = np.maximum(first, update)
-    s[0] = first[0]
-    return s
+    return vr_sensitivities(T + 1, init_batch=batch_size, batch_size=1, step_size=eta, L0=L0, L1=L1, D=D,
+                            norm="score")
+
+
+@dataclass(frozen=True)
+class PolySfwParams:
+    """Hyperparameters of Poly-SFW fixed by the theorem (:func:`poly_sfw_theory_params`).
+
+    Attributes
+    ----------
+    batch_size : int
+        ``m = n - floor(n/2)``, the records of the initial gradient.
+    T : int
+        ``floor(n/2)`` single-record updates.
+    n_selections : int
+        ``K = T + 1`` private selections.
+    step_size : float
+        The constant step ``eta`` in (0, 1].
+    step_constant : float
+        ``c`` in the default ``eta = min(1, c ln(n/ln|V|)/T)``.
+    eps0 : float
+        The per-selection budget.
+    accountant : str
+        The accountant that calibrated ``eps0`` (``"basic"`` when delta = 0).
+    sensitivity_first, sensitivity_floor : float
+        ``s_0`` and the update term ``eta D ((1 - eta) L1 D + L0)`` of the sensitivity profile.
+    laplace_scale_first : float
+        ``2 s_0 / eps0``.
+    rate_bound : float
+        ``(L1 D^2 + L0 D) ln|V| ln(n/ln|V|) sqrt(ln(1/delta)) / (eps sqrt n)`` (constant 1; ``ln(1/delta)``
+        replaced by 1 when delta = 0).
+    """
+
+    batch_size: int
+    T: int
+    n_selections: int
+    step_size: float
+    step_constant: float
+    eps0: float
+    accountant: str
+    sensitivity_first: float
+    sensitivity_floor: float
+    laplace_scale_first: float
+    rate_bound: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (``Result.params`` of a run)."""
+        return asdict(self)
 
 
 def poly_sfw_theory_params(
@@ -178,8 +188,8 @@ def poly_sfw_theory_params(
     *,
     step_constant: float = 1.0,
     step_size: float | None = None,
-    budget: str = "advanced",
-) -> dict[str, Any]:
+    accountant: str = "advanced",
+) -> PolySfwParams:
     r"""Hyperparameters of Poly-SFW fixed by the theorem (Spec F1; BGN21), and its rate bound.
 
     Parameters
@@ -196,16 +206,13 @@ def poly_sfw_theory_params(
         ``c > 0`` in ``eta = min(1, c ln(n / ln|V|) / T)``.
     step_size : float, optional
         Explicit ``eta`` in (0, 1] (overrides ``step_constant``).
-    budget : {"advanced", "kov", "closed_form"}
-        How the per-step budget ``eps0`` is solved for (module docstring).
+    accountant : str
+        The accountant that calibrates ``eps0`` (module docstring): ``"advanced"`` (default, DRV10), ``"best"``
+        (the tightest valid accountant), ``"kov"``, ``"rdp"``, ``"pld"``, ``"basic"`` or ``"paper"``.
 
     Returns
     -------
-    dict
-        ``batch_size`` (m), ``T``, ``n_selections`` (K = T + 1), ``eta``, ``eps0``, ``budget``,
-        ``sensitivity_first`` (s_0), ``sensitivity_floor`` (the update term), ``laplace_scale_first``,
-        ``rate_bound`` = ``(L1 D^2 + L0 D) ln|V| ln(n/ln|V|) sqrt(ln(1/delta)) / (eps sqrt n)`` (constant 1;
-        ``ln(1/delta)`` replaced by 1 when delta = 0).
+    PolySfwParams
     """
     n = check_int(n, "n", lo=2)
     nv = check_int(num_vertices, "num_vertices", lo=2)
@@ -214,6 +221,7 @@ def poly_sfw_theory_params(
     L0 = check_positive(L0, "L0")
     L1 = check_positive(L1, "L1", allow_zero=True)
     D = check_positive(D, "D")
+    accountant = check_accountant(accountant)
     T = n // 2
     m = n - T
     log_ratio = math.log(n / math.log(nv))
@@ -228,116 +236,118 @@ def poly_sfw_theory_params(
     else:
         eta = check_in_range(step_size, "step_size", 0.0, 1.0, lo_inclusive=False)
     k = T + 1
-    eps0 = _per_step_epsilon(epsilon, delta, k, budget)
+    eps0 = _selection_epsilon(epsilon, delta, k, accountant)
     s = poly_sfw_sensitivities(1, m, eta, L0, L1, D)
     log_term = math.sqrt(math.log(1.0 / delta)) if delta > 0 else 1.0
     rate = (L1 * D * D + L0 * D) * math.log(nv) * max(log_ratio, 1.0) * log_term / (epsilon * math.sqrt(n))
-    return {
-        "batch_size": m,
-        "T": T,
-        "n_selections": k,
-        "eta": eta,
-        "step_constant": float(step_constant),
-        "eps0": eps0,
-        "budget": budget,
-        "sensitivity_first": float(s[0]),
-        "sensitivity_floor": float(eta * D * ((1.0 - eta) * L1 * D + L0)),
-        "laplace_scale_first": float(2.0 * s[0] / eps0),
-        "rate_bound": rate,
-    }
+    return PolySfwParams(
+        batch_size=m, T=T, n_selections=k, step_size=eta, step_constant=float(step_constant), eps0=eps0,
+        accountant="basic" if delta == 0 and accountant != "paper" else accountant,
+        sensitivity_first=float(s[0]), sensitivity_floor=float(eta * D * ((1.0 - eta) * L1 * D + L0)),
+        laplace_scale_first=float(2.0 * s[0] / eps0), rate_bound=rate,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
-# vertex structure: O(d) scores and in-place FW updates
+# the run: validation and parameters, the fast loop, the reference loop, the result
 # ---------------------------------------------------------------------------------------------------------
-def run_poly_sfw(
-    problem: Problem,
-    data: Dataset,
-    *,
-    epsilon: float,
-    delta: float,
-    rng: np.random.Generator,
-    step_constant: float = 1.0,
-    step_size: float | None = None,
-    budget: str = "advanced",
-    trace: bool = False,
-    _noise_multiplier: float = 1.0,
-) -> Result:
-    r"""Run Poly-SFW (Spec F1; Bassily-Guzmán-Nandi 2021) on ``data``; ``(epsilon, delta)``-DP.
+@dataclass(frozen=True)
+class _Setup:
+    data: Dataset
+    n_vertices: int
+    scores_of: Any
+    move: Any
+    D: float
+    params: PolySfwParams
+    sens: np.ndarray
+    scales: np.ndarray
+    noise_mult: float
 
-    See the module docstring for the algorithm, the derivation of the per-step sensitivity ``s_t`` and
-    the privacy budget. Single pass: ``m = n - floor(n/2)`` records for the initial gradient, then
-    ``T = floor(n/2)`` single-record variance-reduced updates; ``T + 1`` report-noisy-min selections with
-    Laplace scale ``2 s_t / eps0``.
 
-    Parameters
-    ----------
-    problem : Problem
-        A convex problem whose feasible set is a polytope (Simplex, L1Ball, Polytope); constants ``L0``,
-        ``L1`` in its setup norm ``p``.
-    data : Dataset
-        ``n >= 2`` records inside the problem's declared bounds (else ``ValueError``).
-    epsilon : float
-        Target epsilon > 0.
-    delta : float
-        Target delta in [0, 1) (``delta = 0``: basic composition, pure DP).
-    rng : numpy.random.Generator
-        The only source of randomness.
-    step_constant : float
-        ``c > 0`` in ``eta = min(1, c ln(n/ln|V|)/T)``.
-    step_size : float, optional
-        Explicit ``eta`` in (0, 1]; overrides ``step_constant``.
-    budget : {"advanced", "kov", "closed_form"}
-        Per-step budget solver (module docstring).
-    trace : bool
-        Record the selected vertex indices, the Laplace scales and the iterate at ~40 log-spaced steps.
-    _noise_multiplier : float
-        Private test hook: multiplies every Laplace scale while the ledger keeps the certified budget.
-        Only the privacy tests use it (``0.5`` builds a deliberately broken variant that audits must
-        catch); never pass it otherwise.
-
-    Returns
-    -------
-    Result
-        ``x`` = ``x_{T+1}``; ``params`` from :func:`poly_sfw_theory_params`; ``ledger`` with ``T + 1`` pure
-        ``eps0`` steps; ``info`` with the sensitivity profile and the number of gradient evaluations.
-    """
+def _setup(problem: Problem, data: Dataset, epsilon: float, delta: float, rng: Any, step_constant: float,
+           step_size: float | None, accountant: str, trace: bool, noise_multiplier: float) -> _Setup:
     if not isinstance(problem, Problem):
-        raise ValueError(f"problem must be a dpsco_lib.problems.Problem, got {type(problem).__name__}")
-    rng = check_rng(rng)
+        raise ParameterTypeError(f"problem must be a dpsco_lib.problems.Problem, got {type(problem).__name__}")
+    check_rng(rng)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
-    noise_mult = check_positive(_noise_multiplier, "_noise_multiplier")
-    data = problem.validate_data(data)
-    n = data.n
-    if n < 2:
-        raise ValueError(f"data must hold n >= 2 records for Poly-SFW (one batch and one update), got {n}")
+    check_accountant(accountant)
+    check_bool(trace, "trace")
+    noise_mult = check_positive(noise_multiplier, "_noise_multiplier")
     fset = problem.feasible_set
-    n_vertices, scores_of, move = vertex_oracle(fset)
+    if not isinstance(fset, Simplex) and not (isinstance(fset, LpBall) and fset.p == 1.0) and \
+            not hasattr(fset, "vertices"):
+        raise ValueError(f"problem must have a polytope feasible set (Simplex, L1Ball, Polytope), got {fset!r}")
+    try:
+        n_vertices, scores_of, move = vertex_oracle(fset)
+    except (ValueError, TypeError, NotImplementedError) as exc:
+        raise ValueError(f"problem must have a polytope feasible set with a vertex oracle: {exc}") from exc
+    data = problem.validate_data(data)
+    if data.n < 2:
+        raise ValueError(f"data must hold n >= 2 records for Poly-SFW (one batch and one update), got {data.n}")
     D = float(fset.diameter(problem.p))
     params = poly_sfw_theory_params(
-        n, n_vertices, epsilon, delta, problem.L0, problem.L1, D,
-        step_constant=step_constant, step_size=step_size, budget=budget,
+        data.n, n_vertices, epsilon, delta, problem.L0, problem.L1, D,
+        step_constant=step_constant, step_size=step_size, accountant=accountant,
     )
-    T, m, eta, eps0 = params["T"], params["batch_size"], params["eta"], params["eps0"]
-    sens = poly_sfw_sensitivities(T, m, eta, problem.L0, problem.L1, D)
-    scales = (2.0 / eps0) * noise_mult * sens
+    sens = poly_sfw_sensitivities(params.T, params.batch_size, params.step_size, problem.L0, problem.L1, D)
+    scales = (2.0 / params.eps0) * noise_mult * sens
+    return _Setup(data, n_vertices, scores_of, move, D, params, sens, scales, noise_mult)
 
+
+def _result(problem: Problem, st: _Setup, x: np.ndarray, selected: np.ndarray, snap_t: list[int],
+            snap_x: list[np.ndarray], trace: bool) -> Result:
+    prm = st.params
+    ledger = PrivacyLedger()
+    ledger.record_pure(prm.eps0, count=prm.T + 1, label="Poly-SFW report-noisy-min over the vertices (Spec F1)")
+    tr = None
+    if trace:
+        tr = {
+            "selected": selected,
+            "laplace_scale": st.scales,
+            "sensitivity": st.sens,
+            "t": np.asarray(snap_t, dtype=np.int64),
+            "x": np.asarray(snap_x).reshape(len(snap_x), -1),
+        }
+    params = prm.as_dict()
+    params["n"] = st.data.n
+    info = {
+        "method": "poly_sfw",
+        "spec": "F1",
+        "paper": "BGN21",
+        "n_vertices": st.n_vertices,
+        "diameter": st.D,
+        "sensitivity_max": float(st.sens.max()),
+        "sensitivity_last": float(st.sens[-1]),
+        "laplace_scale_max": float(st.scales.max()),
+        "noise_multiplier_hook": st.noise_mult,
+        "gradient_evaluations": prm.batch_size + 2 * prm.T,
+    }
+    return Result(x=x, trace=tr, params=params, ledger=ledger, info=info)
+
+
+def _checkpoints(T: int, trace: bool) -> set[int]:
+    return set(np.unique(np.round(np.geomspace(1, T + 1, num=40)).astype(int)).tolist()) if trace else set()
+
+
+def _fast_loop(problem: Problem, st: _Setup, rng: np.random.Generator, trace: bool
+               ) -> tuple[np.ndarray, np.ndarray, list[int], list[np.ndarray]]:
+    """The optimized loop: block noise draws, in-place updates, the least-squares row oracle."""
+    fset, data, nv, scores_of, move, scales = problem.feasible_set, st.data, st.n_vertices, st.scores_of, \
+        st.move, st.scales
+    T, m, eta = st.params.T, st.params.batch_size, st.params.step_size
     # Noise for a block of steps at once: lambda_t * Lap(1) is exactly Lap(lambda_t). Each block is scaled by its
     # steps' lambda_t in one vectorized product (the same float64 products as scaling row by row), and the
     # noisy scores of a step are formed in a reused buffer (addition commutes exactly in float64).
-    block = max(1, min(T + 1, _NOISE_BLOCK_ENTRIES // n_vertices))
-    noise = np.empty((0, n_vertices))
-    buf = np.empty(n_vertices)
-
+    block = max(1, min(T + 1, _NOISE_BLOCK_ENTRIES // nv))
+    buf = np.empty(nv)
     selected = np.empty(T + 1, dtype=np.int64)
-    checkpoints = set(np.unique(np.round(np.geomspace(1, T + 1, num=40)).astype(int)).tolist()) if trace else set()
+    checkpoints = _checkpoints(T, trace)
     snap_t: list[int] = []
     snap_x: list[np.ndarray] = []
-
     x_prev = np.asarray(fset.center(), dtype=np.float64).copy()
     grad = problem.mean_grad(x_prev, data[:m])
-    noise = rng.laplace(0.0, 1.0, size=(min(block, T + 1), n_vertices))
+    noise = rng.laplace(0.0, 1.0, size=(min(block, T + 1), nv))
     noise *= scales[: noise.shape[0], None]
     j = int(np.argmin(np.add(noise[0], scores_of(grad), out=buf)))
     selected[0] = j
@@ -350,9 +360,8 @@ def run_poly_sfw(
     per_record_grad = problem._grad
     row_grad = row_grad_oracle(problem)
     Xu, yu = updates.X, updates.y
-    keep = 1.0 - eta
     eta_arr = np.array(eta)  # a 0-d operand: the same IEEE products as the Python float, less call overhead
-    keep_arr = np.array(keep)
+    keep_arr = np.array(1.0 - eta)
     g_new = np.empty(fset.d)
     g_old = np.empty(fset.d)
     identity_scores = isinstance(fset, Simplex)
@@ -365,7 +374,7 @@ def run_poly_sfw(
     for t in range(1, T + 1):
         r = t % block
         if r == 0:
-            noise = rng.laplace(0.0, 1.0, size=(min(block, T + 1 - t), n_vertices))
+            noise = rng.laplace(0.0, 1.0, size=(min(block, T + 1 - t), nv))
             noise *= scales[t: t + noise.shape[0], None]
         if row_grad is not None:
             row_grad(x, Xu, yu, t - 1, g_new)
@@ -397,30 +406,122 @@ def run_poly_sfw(
         if t in checkpoints:
             snap_t.append(t + 1)
             snap_x.append(x.copy())
+    return x, selected, snap_t, snap_x
 
-    ledger = PrivacyLedger()
-    ledger.record_pure(eps0, count=T + 1, label="Poly-SFW report-noisy-min over the vertices (Spec F1)")
-    tr = None
-    if trace:
-        tr = {
-            "selected": selected,
-            "laplace_scale": scales,
-            "sensitivity": sens,
-            "t": np.asarray(snap_t, dtype=np.int64),
-            "x": np.asarray(snap_x).reshape(len(snap_x), -1),
-        }
-    params = dict(params)
-    params["n"] = n
-    info = {
-        "method": "poly_sfw",
-        "spec": "F1",
-        "paper": "BGN21",
-        "n_vertices": n_vertices,
-        "diameter": D,
-        "sensitivity_max": float(sens.max()),
-        "sensitivity_last": float(sens[-1]),
-        "laplace_scale_max": float(scales.max()),
-        "noise_multiplier_hook": noise_mult,
-        "gradient_evaluations": m + 2 * T,
-    }
-    return Result(x=x, trace=tr, params=params, ledger=ledger, info=info)
+
+def run_poly_sfw(
+    problem: Problem,
+    data: Dataset,
+    *,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    step_constant: float = 1.0,
+    step_size: float | None = None,
+    accountant: str = "advanced",
+    trace: bool = False,
+    _noise_multiplier: float = 1.0,
+) -> Result:
+    r"""Run Poly-SFW (Spec F1; Bassily-Guzmán-Nandi 2021) on ``data``; ``(epsilon, delta)``-DP.
+
+    See the module docstring for the algorithm, the derivation of the per-step sensitivity ``s_t`` and
+    the privacy budget. Single pass: ``m = n - floor(n/2)`` records for the initial gradient, then
+    ``T = floor(n/2)`` single-record variance-reduced updates; ``T + 1`` report-noisy-min selections with
+    Laplace scale ``2 s_t / eps0``.
+
+    Parameters
+    ----------
+    problem : Problem
+        A convex problem whose feasible set is a polytope (Simplex, L1Ball, Polytope); constants ``L0``,
+        ``L1`` in its setup norm ``p``.
+    data : Dataset
+        ``n >= 2`` records inside the problem's declared bounds (else ``ValueError``).
+    epsilon : float
+        Target epsilon > 0.
+    delta : float
+        Target delta in [0, 1) (``delta = 0``: basic composition, pure DP).
+    rng : numpy.random.Generator
+        The only source of randomness.
+    step_constant : float
+        ``c > 0`` in ``eta = min(1, c ln(n/ln|V|)/T)``.
+    step_size : float, optional
+        Explicit ``eta`` in (0, 1]; overrides ``step_constant``.
+    accountant : str
+        The accountant that calibrates the per-step budget and certifies the run: ``"advanced"`` (default,
+        DRV10, the calibration of the notebooks), ``"best"`` (the tightest valid accountant: KOV15 here),
+        ``"kov"``, ``"rdp"``, ``"pld"``, ``"basic"`` or ``"paper"`` (module docstring).
+    trace : bool
+        Record the selected vertex indices, the Laplace scales and the iterate at ~40 log-spaced steps.
+    _noise_multiplier : float
+        Private test hook: multiplies every Laplace scale while the ledger keeps the certified budget.
+        Only the privacy tests use it (``0.5`` builds a deliberately broken variant that audits must
+        catch); never pass it otherwise.
+
+    Returns
+    -------
+    Result
+        ``x`` = ``x_{T+1}``; ``params`` = :func:`poly_sfw_theory_params` ``.as_dict()`` plus ``n``; ``ledger``
+        with ``T + 1`` pure ``eps0`` steps (``result.certified_epsilon(delta) <= epsilon``); ``info`` with the
+        sensitivity profile and the number of gradient evaluations.
+    """
+    st = _setup(problem, data, epsilon, delta, rng, step_constant, step_size, accountant, trace, _noise_multiplier)
+    x, selected, snap_t, snap_x = _fast_loop(problem, st, rng, trace)
+    return _result(problem, st, x, selected, snap_t, snap_x, trace)
+
+
+def run_poly_sfw_reference(
+    problem: Problem,
+    data: Dataset,
+    *,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    step_constant: float = 1.0,
+    step_size: float | None = None,
+    accountant: str = "advanced",
+    trace: bool = False,
+    _noise_multiplier: float = 1.0,
+) -> Result:
+    """:func:`run_poly_sfw` written as a plain loop: the readable reference (same signature, same output bits).
+
+    One Laplace draw of ``|V|`` values per step, ``problem.grad`` on a one-record dataset, allocating updates
+    and the vertex oracle's ``scores``/``move``; the tests compare it with the optimized loop bit for bit.
+    """
+    st = _setup(problem, data, epsilon, delta, rng, step_constant, step_size, accountant, trace, _noise_multiplier)
+    T, m, eta = st.params.T, st.params.batch_size, st.params.step_size
+    checkpoints = _checkpoints(T, trace)
+    snap_t: list[int] = []
+    snap_x: list[np.ndarray] = []
+    selected = np.empty(T + 1, dtype=np.int64)
+    x_prev = np.asarray(problem.feasible_set.center(), dtype=np.float64).copy()
+    grad = problem.mean_grad(x_prev, st.data[:m])
+    noise = rng.laplace(0.0, 1.0, size=st.n_vertices) * st.scales[0]
+    selected[0] = j = int(np.argmin(noise + st.scores_of(grad)))
+    x = x_prev.copy()
+    st.move(x, j, eta)
+    for t in range(1, T + 1):
+        record = st.data[m + t - 1: m + t]
+        g_new = problem.grad(x, record)[0]
+        g_old = problem.grad(x_prev, record)[0]
+        grad = (grad + (g_new - g_old)) * (1.0 - eta) + eta * g_new  # nabla_t
+        noise = rng.laplace(0.0, 1.0, size=st.n_vertices) * st.scales[t]
+        selected[t] = j = int(np.argmin(noise + st.scores_of(grad)))
+        x_prev = x.copy()
+        st.move(x, j, eta)
+        if t in checkpoints:
+            snap_t.append(t + 1)
+            snap_x.append(x.copy())
+    return _result(problem, st, x, selected, snap_t, snap_x, trace)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Transition shim: dpsco_lib.algorithms.nonconvex imports these two names until it calls the budget path itself.
+# Not part of the API; remove once nothing imports them.
+# ---------------------------------------------------------------------------------------------------------
+BUDGETS = ("advanced", "kov", "closed_form")
+
+
+def _per_step_epsilon(epsilon: float, delta: float, k: int, budget: str) -> float:
+    if budget not in BUDGETS:
+        raise ValueError(f"budget must be one of {BUDGETS}, got {budget!r}")
+    return _selection_epsilon(epsilon, delta, k, "paper" if budget == "closed_form" else budget)
