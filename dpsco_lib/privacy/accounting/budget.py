@@ -240,3 +240,40 @@ def _closed_form_guess(epsilon: float, delta: float, k: int, accountant: str) ->
     if accountant == "kov" and k <= 2**16:
         return kov_per_step_epsilon(epsilon, delta_total=delta, k=k)
     return None
+
+
+@lru_cache(maxsize=4096)
+def gaussian_noise_multiplier(
+    epsilon: float, delta: float, *, count: int = 1, accountant: str = "gdp"
+) -> Calibration:
+    r"""Smallest noise multiplier m = sigma/Delta_2 such that ``count`` adaptive Gaussian mechanisms certify
+    (epsilon, delta). Spec P1, P6.
+
+    The calibrated events are exactly the ones a run records, ``SelfComposedEvent(GaussianEvent(m), count)``
+    (:meth:`~dpsco_lib.privacy.accounting.ledger.PrivacyLedger.record_gaussian` with ``count``), and
+    :func:`calibrate` inverts :func:`~dpsco_lib.privacy.accounting.ledger.certify_events` on them, so the
+    run's ledger certifies at most ``epsilon`` at ``delta`` by construction. ``accountant``: ``"gdp"`` (the
+    default: exact for Gaussian events, DRS22; the same curve as the analytic Gaussian mechanism of Balle-Wang
+    2018, the calibration the lecture mechanisms used before), ``"best"`` (the tightest valid accountant, which
+    for Gaussian events is GDP), ``"rdp"`` or ``"pld"``. A mu-GDP mechanism (the regularized exponential
+    mechanism) is the Gaussian event with multiplier 1/mu, so ``1 / value`` is the largest mu that meets the
+    target. Cached: sweeps call it with the same arguments many times.
+    """
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta, allow_zero=False)
+    k = check_int(count, "count", lo=1)
+    accountant = check_accountant(accountant)
+    if accountant not in ("gdp", "best", "rdp", "pld"):
+        raise ValueError(f"accountant for Gaussian events must be 'gdp', 'best', 'rdp' or 'pld', got {accountant!r}")
+    from dpsco_lib.privacy.accounting.events import GaussianEvent
+
+    def make(m: float) -> DpEvent:
+        return SelfComposedEvent(GaussianEvent(m), k)
+
+    # the classic sigma/Delta (Dwork-Roth Thm A.1, times sqrt(k)) only seeds the bracket; calibrate decides
+    guess = math.sqrt(k * 2.0 * math.log(1.25 / delta)) / epsilon
+    return calibrate(make, epsilon=epsilon, delta=delta, accountant=accountant, bracket=(guess / 8.0, guess),
+                     increasing=False, guess=guess)
+
+
+__all__.append("gaussian_noise_multiplier")
