@@ -21,6 +21,7 @@ from dpsco_lib.algorithms.mean_estimation import (
     shuffled_rr_delta_exact,
     shuffled_rr_exact_epsilon,
 )
+from dpsco_lib.privacy.accounting.budget import gaussian_noise_multiplier
 from dpsco_lib.privacy.audit import audit_mechanism, mu_gdp_lower_bound
 from dpsco_lib.privacy.mechanisms import gaussian_sigma_analytic
 
@@ -45,9 +46,20 @@ def test_gaussian_mean_sigma_and_certificate():
     X = _cube(40, 9)
     r = gaussian_mean_estimate(X, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(0), bound=1.0)
     sens = 2 * 3 / 40
-    assert r.params["sigma"] == gaussian_sigma_analytic(sens, epsilon=1.0, delta=1e-6)
-    assert r.ledger.epsilon(1e-6) <= 1.0 * (1 + 1e-9)
-    assert r.ledger.epsilon(1e-6) >= 0.999
+    # the budget path (GDP, exact) agrees with the analytic Gaussian calibration it replaced
+    assert r.params["sigma"] == pytest.approx(gaussian_sigma_analytic(sens, epsilon=1.0, delta=1e-6), rel=1e-12)
+    assert r.params["sigma"] == sens * gaussian_noise_multiplier(1.0, 1e-6).value
+    assert r.certified_epsilon(1e-6) <= 1.0
+    assert r.certified_epsilon(1e-6) >= 0.999
+    assert "certified_epsilon" not in r.info
+    rb = gaussian_mean_estimate(X, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(0), accountant="best")
+    np.testing.assert_array_equal(rb.x, r.x)  # "best" resolves to GDP for a Gaussian
+    rr = gaussian_mean_estimate(X, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(0), accountant="rdp")
+    assert rr.params["sigma"] > r.params["sigma"] and rr.certified_epsilon(1e-6) <= 1.0
+    with pytest.raises(ValueError, match="accountant"):
+        gaussian_mean_estimate(X, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(0), accountant="optimal")
+    with pytest.raises(ValueError, match="accountant"):
+        gaussian_mean_estimate(X, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(0), accountant="basic")
 
 
 @pytest.mark.statistical

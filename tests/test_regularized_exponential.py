@@ -8,6 +8,7 @@ closed-form Gaussian curve, and the audit catches a mechanism whose k is 4x too 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -18,7 +19,7 @@ from dpsco_lib.algorithms.regularized_exponential import (
     LinearLossProblem,
     LogisticRegressionProblem,
     exact_tradeoff_curve_1d,
-    gdp_mu_for_budget,
+    gdp_mu_star,
     logistic_regression_data,
     noisy_gd_theory_params,
     pure_exp_theory_params,
@@ -306,9 +307,11 @@ def test_utility_at_most_d_over_k(d):
 
 def test_theory_params_closed_form():
     eps, delta = 1.0, 1e-5
-    m_star = gdp_mu_for_budget(eps, delta)
+    m_star = gdp_mu_star(eps, delta)
     assert gdp_delta(m_star, epsilon=eps) <= delta
     assert gdp_delta(m_star * (1 + 1e-9), epsilon=eps) > delta
+    assert gdp_mu_star(eps, delta, accountant="best") == m_star  # "best" resolves to exact GDP
+    assert gdp_mu_star(eps, delta, accountant="rdp") < m_star
     n, d, G, D = 1000, 10, 1.0, 2.0
     tp = regularized_exp_theory_params(n, d, G, D, eps, delta, radius=1.0)
     assert tp.k == pytest.approx(math.sqrt(d) * n * m_star / math.sqrt(2))
@@ -316,10 +319,13 @@ def test_theory_params_closed_form():
     assert tp.excess_bound == pytest.approx(2 * math.sqrt(2 * d) * G * 1.0 / (n * m_star), rel=1e-12)
     tp_seed = regularized_exp_theory_params(n, d, G, D, eps, delta)  # R = D (seed 003 Thm 3)
     assert tp_seed.excess_bound == pytest.approx(2 * math.sqrt(2 * d) * G * D / (n * m_star), rel=1e-12)
-    assert pure_exp_theory_params(n, G, D, eps) == pytest.approx(eps * n / (2 * G * D))
+    assert pure_exp_theory_params(n, G, D, eps).k == pytest.approx(eps * n / (2 * G * D))
     ngd = noisy_gd_theory_params(n, d, G, D, eps, delta)
-    assert ngd["T"] == math.ceil(n**2 * m_star**2 / (4 * d))
-    assert math.sqrt(ngd["T"]) / ngd["noise_multiplier"] == pytest.approx(m_star)
+    assert ngd.T == math.ceil(n**2 * m_star**2 / (4 * d))
+    assert math.sqrt(ngd.T) / ngd.noise_multiplier == pytest.approx(m_star, rel=1e-12)
+    assert ngd.mu_gdp == pytest.approx(m_star, rel=1e-12)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ngd.T = 3  # type: ignore[misc]
 
 
 def test_run_mechanism_certifies_target():
@@ -330,6 +336,8 @@ def test_run_mechanism_certifies_target():
     res = run_regularized_exponential_mechanism(prob, data, epsilon=eps, delta=delta, rng=np.random.default_rng(1))
     assert res.x.shape == (2,) and np.linalg.norm(res.x) <= 1.0 + 1e-12
     assert res.ledger.epsilon(res.info["delta_mechanism"], method="gdp") <= eps
+    assert res.certified_epsilon(res.info["delta_mechanism"]) <= eps
+    assert "certified_epsilon" not in res.info
     assert res.info["delta_mechanism"] + res.info["delta_sampler"] == pytest.approx(delta)
     assert res.info["mu_gdp"] == pytest.approx(
         regularized_exp_mu_gdp(n=100, G=1.0, k=res.params["k"], mu=res.params["mu"])
@@ -347,7 +355,8 @@ def test_baselines_certify_target():
     data = logistic_regression_data(200, 2, rng)
     eps, delta = 1.0, 1e-5
     ngd = run_noisy_gradient_descent(prob, data, epsilon=eps, delta=delta, rng=rng)
-    assert ngd.ledger.epsilon(delta, method="gdp") <= eps * (1 + 1e-9)
+    assert ngd.ledger.epsilon(delta, method="gdp") <= eps
+    assert ngd.certified_epsilon(delta) <= eps
     assert np.linalg.norm(ngd.x) <= 1.0 + 1e-12
     pem = run_pure_exponential_mechanism(prob, data, epsilon=eps, rng=rng, n_steps=20)
     assert pem.ledger.epsilon(0.0, method="basic") == pytest.approx(eps)
@@ -396,3 +405,47 @@ def test_bad_inputs(logistic_1d):
         proximal_sampler_steps(m=2.0, L=1.0, d=1, diameter=1.0, osc_bound=1.0)
     with pytest.raises(ValueError, match="d"):
         LogisticRegressionProblem(d=0)
+
+
+def test_runners_validate_boundary_and_accountant():
+    """The three R2 runners refuse bad privacy parameters, rng, problem, data and accountant; a Dataset is
+    accepted as data (features X, labels y) and gives the same bits as the tuple."""
+    from dpsco_lib.problems import Dataset
+
+    rng = np.random.default_rng(32)
+    prob = LogisticRegressionProblem(d=2, radius=1.0)
+    a, b = logistic_regression_data(40, 2, rng)
+    def kw(**o):
+        return {"epsilon": 1.0, "delta": 1e-5, "rng": np.random.default_rng(0), **o}
+
+    runs = [lambda p, d, **o: run_regularized_exponential_mechanism(p, d, **kw(**o)),
+            lambda p, d, **o: run_pure_exponential_mechanism(p, d, **kw(n_steps=20, **o)),
+            lambda p, d, **o: run_noisy_gradient_descent(p, d, **kw(n_steps=10, **o))]
+    nan_a = a.copy()
+    nan_a[0, 0] = np.nan
+    for run in runs:
+        np.testing.assert_array_equal(run(prob, (a, b)).x, run(prob, Dataset(a, b), rng=np.random.default_rng(0)).x)
+        assert "certified_epsilon" not in run(prob, (a, b)).info
+        with pytest.raises(ValueError, match="problem"):
+            run("not a problem", (a, b))
+        with pytest.raises(ValueError, match="finite"):
+            run(prob, (nan_a, b))
+        with pytest.raises(ValueError, match="bound"):
+            run(prob, (3.0 * a, b))
+        with pytest.raises(ValueError, match="rng"):
+            run(prob, (a, b), rng=0)
+        for eps in (0.0, math.nan, math.inf):
+            with pytest.raises(ValueError, match="epsilon"):
+                run(prob, (a, b), epsilon=eps)
+        for dl in (-0.1, 1.0, math.nan):
+            with pytest.raises(ValueError, match="delta"):
+                run(prob, (a, b), delta=dl)
+    for run in (runs[0], runs[2]):
+        with pytest.raises(ValueError, match="accountant"):
+            run(prob, (a, b), accountant="optimal")
+        with pytest.raises(ValueError, match="accountant"):
+            run(prob, (a, b), accountant="basic")
+        best, gdp = run(prob, (a, b), accountant="best"), run(prob, (a, b))
+        np.testing.assert_array_equal(best.x, gdp.x)  # "best" resolves to exact GDP for Gaussian events
+        rdp = run(prob, (a, b), accountant="rdp")
+        assert rdp.certified_epsilon(1e-5) <= 1.0

@@ -24,6 +24,7 @@ from dpsco_lib.algorithms.sparse import (
     sparse_mean_estimate_cs,
 )
 from dpsco_lib.geometry.sets import L1Ball, project_l1_ball
+from dpsco_lib.privacy.accounting.budget import gaussian_noise_multiplier
 from dpsco_lib.privacy.audit import audit_mechanism, mu_gdp_lower_bound
 from dpsco_lib.privacy.mechanisms import gaussian_sigma_analytic
 from dpsco_lib.problems import LogisticRegression
@@ -60,8 +61,13 @@ def test_z1_laplace_is_projection_of_noisy_mean_and_error_bound():
 def test_z1_gaussian_calibration_and_certificate():
     Z = sample_sparse_vectors(30, 100, 2, 1.0, np.random.default_rng(1))
     r = sparse_mean_estimate(Z, sparsity=2, norm_bound=1.0, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(0))
-    assert r.params["noise_scale"] == gaussian_sigma_analytic(2.0 / 30, epsilon=1.0, delta=1e-6)
-    assert r.ledger.epsilon(1e-6) <= 1.0 * (1 + 1e-9)
+    assert r.params["noise_scale"] == pytest.approx(gaussian_sigma_analytic(2.0 / 30, epsilon=1.0, delta=1e-6),
+                                                    rel=1e-12)
+    assert r.params["noise_scale"] == (2.0 / 30) * gaussian_noise_multiplier(1.0, 1e-6).value
+    assert r.certified_epsilon(1e-6) <= 1.0
+    with pytest.raises(ValueError, match="accountant"):
+        sparse_mean_estimate(Z, sparsity=2, norm_bound=1.0, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(0),
+                             accountant="optimal")
 
 
 @pytest.mark.parametrize(
@@ -209,11 +215,49 @@ def test_output_perturbation_runs_and_certifies():
         r = run_output_perturbation(prob, data, epsilon=1.0, delta=delta, lam=0.2, sparsity=2,
                                     rng=np.random.default_rng(3))
         assert np.abs(r.x).sum() <= r.params["radius_l1"] * (1 + 1e-12)
-        assert r.ledger.epsilon(delta) <= 1.0 * (1 + 1e-9)
+        assert r.certified_epsilon(delta) <= 1.0
     with pytest.raises(ValueError, match="sparsity"):
         run_output_perturbation(prob, data, epsilon=1.0, delta=0.0, lam=0.2, sparsity=1, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="lam"):
         run_output_perturbation(prob, data, epsilon=1.0, delta=0.0, lam=0.0, sparsity=2, rng=np.random.default_rng(0))
+
+
+def test_sparse_runners_validate_their_public_boundary():
+    from dataclasses import replace
+
+    from dpsco_lib.problems import Dataset
+    from dpsco_lib.problems.games import random_bilinear_game
+
+    prob = _logistic(d=20, s=2, lam=0.2)
+    data = prob.sample(100, np.random.default_rng(0))
+    kw = dict(epsilon=1.0, delta=1e-5, sparsity=2)
+    runs = [lambda p, d, **o: run_output_perturbation(p, d, **{**kw, "rng": np.random.default_rng(0), "lam": 0.2,
+                                                               **o}),
+            lambda p, d, **o: run_bias_reduced_dp_sgd(p, d, **{**kw, "rng": np.random.default_rng(0), "step_size": 0.1,
+                                                             "eps0": 0.2, "max_steps": 5, **o})]
+    bad_X = np.array(data.X)
+    bad_X[0, 0] = np.nan
+    for run in runs:
+        with pytest.raises(TypeError, match="problem"):
+            run(random_bilinear_game(3, 3, np.random.default_rng(0)), data)
+        with pytest.raises(ValueError, match="data"):
+            run(prob, bad_X)
+        with pytest.raises(ValueError, match="bound"):
+            run(prob, replace(data, X=np.asarray(data.X) * 10.0))
+        with pytest.raises(TypeError, match="rng"):
+            run(prob, data, rng=0)
+        for eps in (0.0, math.nan, math.inf):
+            with pytest.raises(ValueError, match="epsilon"):
+                run(prob, data, epsilon=eps)
+        for dl in (-0.1, 1.0, math.nan):
+            with pytest.raises(ValueError, match="delta"):
+                run(prob, data, delta=dl)
+    with pytest.raises(ValueError, match="accountant"):
+        runs[0](prob, data, accountant="optimal")
+    a = runs[0](prob, data, accountant="best")
+    b = runs[0](prob, data)
+    np.testing.assert_array_equal(a.x, b.x)  # "best" is GDP for one Gaussian event
+    assert isinstance(data, Dataset) and "certified_epsilon" not in b.info
 
 
 # ---------------------------------------------------------------- Z3
@@ -254,7 +298,7 @@ def test_bias_reduced_step_epsilon_formula():
 def test_bias_reduced_sgd_stops_by_filter_and_certifies():
     prob = _logistic(d=10, s=2, lam=0.1)
     data = prob.sample(256, np.random.default_rng(0))
-    r = run_bias_reduced_dp_sgd(prob, data, epsilon=1.0, delta=1e-5, sparsity=2, lr=0.1, eps0=0.2,
+    r = run_bias_reduced_dp_sgd(prob, data, epsilon=1.0, delta=1e-5, sparsity=2, step_size=0.1, eps0=0.2,
                                 rng=np.random.default_rng(2))
     steps = r.info["steps"]
     assert r.info["stopped_by_filter"] and steps >= 1
@@ -264,12 +308,12 @@ def test_bias_reduced_sgd_stops_by_filter_and_certifies():
     assert spend <= 1.0 and r.info["filter_spent"] == pytest.approx(spend)
     assert r.ledger.epsilon(1e-5) <= 1.0
     # same seed -> same run
-    r2 = run_bias_reduced_dp_sgd(prob, data, epsilon=1.0, delta=1e-5, sparsity=2, lr=0.1, eps0=0.2,
+    r2 = run_bias_reduced_dp_sgd(prob, data, epsilon=1.0, delta=1e-5, sparsity=2, step_size=0.1, eps0=0.2,
                                  rng=np.random.default_rng(2))
     np.testing.assert_array_equal(r.x, r2.x)
     with pytest.raises(ValueError, match="eps0"):
-        run_bias_reduced_dp_sgd(prob, data, epsilon=1.0, delta=1e-5, sparsity=2, lr=0.1, eps0=0.0,
+        run_bias_reduced_dp_sgd(prob, data, epsilon=1.0, delta=1e-5, sparsity=2, step_size=0.1, eps0=0.0,
                                 rng=np.random.default_rng(2))
     with pytest.raises(ValueError, match="delta"):
-        run_bias_reduced_dp_sgd(prob, data, epsilon=1.0, delta=0.0, sparsity=2, lr=0.1, eps0=0.1,
+        run_bias_reduced_dp_sgd(prob, data, epsilon=1.0, delta=0.0, sparsity=2, step_size=0.1, eps0=0.1,
                                 rng=np.random.default_rng(2))

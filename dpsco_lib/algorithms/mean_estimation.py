@@ -44,7 +44,7 @@ from dpsco_lib._validation import (
 )
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.privacy.accounting import PrivacyLedger
-from dpsco_lib.privacy.mechanisms import gaussian_sigma_analytic
+from dpsco_lib.privacy.accounting.budget import gaussian_noise_multiplier
 
 __all__ = [
     "central_mean_estimate",
@@ -109,15 +109,22 @@ def laplace_mean_estimate(
 
 
 def gaussian_mean_estimate(
-    data: object, *, epsilon: float, delta: float, rng: np.random.Generator, bound: float = 1.0
+    data: object,
+    *,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    bound: float = 1.0,
+    accountant: str = "gdp",
 ) -> Result:
     r"""(eps, delta)-DP mean of data in :math:`[-B, B]^d` by the Gaussian mechanism (Spec D1).
 
-    :math:`\ell_2` sensitivity :math:`\Delta_2 = 2B\sqrt d/n`; :math:`\sigma` is the exact (Balle-Wang)
-    calibration :func:`~dpsco_lib.privacy.mechanisms.gaussian_sigma_analytic`. Expected squared
-    :math:`\ell_2` error :math:`d\sigma^2 = \Theta(d^2\log(1/\delta)/(n\varepsilon)^2)`. The ledger records a
-    Gaussian event with noise multiplier :math:`\sigma/\Delta_2`, so ``ledger.epsilon(delta)`` (exact GDP)
-    certifies the target.
+    :math:`\ell_2` sensitivity :math:`\Delta_2 = 2B\sqrt d/n`; :math:`\sigma = \Delta_2 m` with m the noise
+    multiplier of :func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier` (the calibration that
+    inverts the ledger's certificate; ``accountant="gdp"``, the default, is exact and equals the analytic
+    Balle-Wang calibration; ``"best"`` is the tightest valid accountant, GDP for a Gaussian). Expected squared
+    :math:`\ell_2` error :math:`d\sigma^2 = \Theta(d^2\log(1/\delta)/(n\varepsilon)^2)`. The ledger records the
+    calibrated Gaussian event (noise multiplier m), so ``result.certified_epsilon(delta)`` is at most epsilon.
     """
     bound = check_positive(bound, "bound")
     X = _cube_data(data, bound)
@@ -127,19 +134,22 @@ def gaussian_mean_estimate(
     n, d = X.shape
     mean = X.mean(axis=0)
     sens = 2.0 * bound * math.sqrt(d) / n
-    sigma = gaussian_sigma_analytic(sens, epsilon=eps, delta=dlt)
+    m = gaussian_noise_multiplier(eps, dlt, accountant=accountant).value
+    sigma = sens * m
     led = PrivacyLedger()
-    led.record_gaussian(sigma / sens, label="Gaussian mean (D1)")
+    led.record_gaussian(m, label="Gaussian mean (D1)")
     x = mean + rng.normal(0.0, sigma, size=d)
-    return Result(x=x, params={"sigma": sigma, "sensitivity_l2": sens}, ledger=led,
+    return Result(x=x, params={"sigma": sigma, "sensitivity_l2": sens, "accountant": accountant}, ledger=led,
                   info={"empirical_mean": mean, "method": "gaussian"})
 
 
-def mean_error_theory(d: int, n: int, epsilon: float, delta: float = 0.0, bound: float = 1.0) -> float:
+def mean_error_theory(
+    d: int, n: int, epsilon: float, delta: float = 0.0, bound: float = 1.0, *, accountant: str = "gdp"
+) -> float:
     r"""Root-mean-square :math:`\ell_2` privacy error of the D1 estimators (exact, not a bound).
 
     ``delta == 0``: Laplace, :math:`\sqrt{2d}\cdot 2Bd/(n\varepsilon)`; ``delta > 0``: Gaussian,
-    :math:`\sqrt d\,\sigma(2B\sqrt d/n, \varepsilon, \delta)`.
+    :math:`\sqrt d\,\sigma` with the :func:`gaussian_mean_estimate` calibration (same ``accountant``).
     """
     d = check_int(d, "d", lo=1)
     n = check_int(n, "n", lo=1)
@@ -148,7 +158,8 @@ def mean_error_theory(d: int, n: int, epsilon: float, delta: float = 0.0, bound:
     bound = check_positive(bound, "bound")
     if dlt == 0:
         return math.sqrt(2 * d) * 2 * bound * d / (n * eps)
-    return math.sqrt(d) * gaussian_sigma_analytic(2 * bound * math.sqrt(d) / n, epsilon=eps, delta=dlt)
+    sens = 2.0 * bound * math.sqrt(d) / n
+    return math.sqrt(d) * (sens * gaussian_noise_multiplier(eps, dlt, accountant=accountant).value)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -300,12 +311,16 @@ def shuffled_rr_delta_exact(eps0: float, n: int, epsilon: float) -> float:
 
 def shuffled_rr_exact_epsilon(eps0: float, n: int, delta: float) -> float:
     """Smallest epsilon with :func:`shuffled_rr_delta_exact` <= delta (bisection); a lower bound on the
-    central epsilon of shuffled randomized response. Spec D3."""
+    central epsilon of shuffled randomized response. Spec D3.
+
+    Not a privacy budget solver: it inverts the exact curve of one neighbouring pair, an empirical *lower* bound
+    that no run is calibrated or certified with (certificates come from the ledger only)."""
     e0 = check_epsilon(eps0, "eps0")
     n = check_int(n, "n", lo=1)
     dlt = check_delta(delta, allow_zero=False)
     if shuffled_rr_delta_exact(e0, n, 0.0) <= dlt:
         return 0.0
+    # lower-bound inversion (not a budget solve): bisection on the exact one-pair curve
     lo, hi = 0.0, e0
     for _ in range(60):
         mid = 0.5 * (lo + hi)

@@ -271,7 +271,7 @@ def _ex_output_perturbation(rng: np.random.Generator) -> Example:
 
 
 def _ex_bias_reduced_sgd(rng: np.random.Generator) -> Example:
-    return Example(_sparse_logistic(rng), {"sparsity": 2, "lr": 0.1, "eps0": 0.2, "max_steps": 50})
+    return Example(_sparse_logistic(rng), {"sparsity": 2, "step_size": 0.1, "eps0": 0.2, "max_steps": 50})
 
 
 # ---------------------------------------------------------------------------------------------------------------

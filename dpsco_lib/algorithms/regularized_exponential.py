@@ -25,8 +25,8 @@ The bound is attained by linear losses :math:`\ell(x, z) = G\langle z, x\rangle`
 
 Ledger. mu-GDP is exactly the privacy curve of one Gaussian mechanism with noise multiplier
 :math:`1/\mu_{GDP}` (sensitivity 1, noise N(0, (1/mu)^2)), and the ledger has no separate GDP event kind,
-so the mechanism is recorded as ``record_gaussian(1/mu_GDP)``; ``ledger.epsilon(delta, "gdp")`` then
-returns the exact GDP conversion.
+so the mechanism is recorded as ``record_gaussian(1/mu_GDP)``; ``result.certified_epsilon(delta)`` then
+returns the exact GDP conversion (``"best"`` resolves to GDP for Gaussian events).
 
 **Utility (Spec R2).** Seed 003 Lemma 2 (Kalai and Vempala 2006 for linear f, the epigraph lifting for
 convex f): :math:`\mathbb E_\nu F/k - \min_K F/k \le d/k`, i.e. for the regularized objective
@@ -36,7 +36,9 @@ convex f): :math:`\mathbb E_\nu F/k - \min_K F/k \le d/k`, i.e. for the regulari
 
 **Choice of (k, mu)** (:func:`regularized_exp_theory_params`). For a target (eps, delta), let
 :math:`\mu^\star` be the largest GDP parameter with :math:`\delta_{\mu^\star}(\varepsilon) \le \delta`
-(DRS22 Cor 2.13, solved by brentq). Setting :math:`\mu = 4G^2k/(n^2\mu^{\star2})` makes the mechanism
+(DRS22 Cor 2.13): :func:`gdp_mu_star`, i.e. one over the noise multiplier that the library's single
+calibration path (:func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier`, which inverts the
+ledger's certificate) gives for one Gaussian event. Setting :math:`\mu = 4G^2k/(n^2\mu^{\star2})` makes the mechanism
 exactly :math:`\mu^\star`-GDP and the bound :math:`d/k + 2G^2kR^2/(n^2\mu^{\star 2})`, minimized at
 :math:`k = \sqrt d\, n\mu^\star/(\sqrt2 GR)` with value :math:`2\sqrt{2d}\,GR/(n\mu^\star) =
 O(GR\sqrt{d\log(1/\delta)}/(n\varepsilon))`, the optimal (eps, delta) rate (noisy gradient descent's).
@@ -56,11 +58,11 @@ The library works in the idealized real-arithmetic model (float64, numpy's non-c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from dpsco_lib._validation import (
     check_array,
@@ -68,21 +70,29 @@ from dpsco_lib._validation import (
     check_epsilon,
     check_in_range,
     check_int,
-    check_norm_bound,
     check_positive,
     check_rng,
 )
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.algorithms.samplers import boundary_curvature, default_eta, proximal_sampler, proximal_sampler_steps
-from dpsco_lib.geometry.sets import FeasibleSet, LpBall
-from dpsco_lib.privacy.accounting import PrivacyLedger, gdp_delta
+from dpsco_lib.geometry.sets import FeasibleSet
+from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.budget import check_accountant, gaussian_noise_multiplier
+from dpsco_lib.problems.lecture import (
+    LinearLossProblem,
+    LogisticRegressionProblem,
+    linear_loss_data,
+    logistic_regression_data,
+)
 
 __all__ = [
     "LinearLossProblem",
     "LogisticRegressionProblem",
+    "NoisyGDParams",
+    "PureExpParams",
     "RegularizedExpParams",
     "exact_tradeoff_curve_1d",
-    "gdp_mu_for_budget",
+    "gdp_mu_star",
     "linear_loss_data",
     "logistic_regression_data",
     "noisy_gd_theory_params",
@@ -96,221 +106,12 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------------------------------------------------
-# problems: smooth convex G-Lipschitz per-sample losses on a convex body
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _feasible_set(d: int, radius: float, feasible_set: FeasibleSet | None) -> FeasibleSet:
-    if feasible_set is None:
-        return LpBall(d, 2.0, radius)
-    if not isinstance(feasible_set, FeasibleSet) or feasible_set.d != d:
-        raise ValueError(f"feasible_set must be a FeasibleSet of dimension d={d}, got {feasible_set!r}")
-    return feasible_set
-
-
 def _max_norm(K: FeasibleSet) -> float:
     """R_K = max_{x in K} ||x||_2 <= ||center|| + center_radius(2)."""
     return float(np.linalg.norm(K.center())) + K.center_radius(2.0)
 
 
-@dataclass(frozen=True)
-class LogisticRegressionProblem:
-    r"""Logistic loss :math:`\ell(x; (a, b)) = \log(1 + e^{-b\langle a, x\rangle})`, :math:`b \in \{-1, 1\}`.
-
-    With :math:`\|a\|_2 \le G` (``feature_bound``) the loss is convex, :math:`G`-Lipschitz in
-    :math:`\ell_2` (:math:`|\sigma| \le 1`) and the empirical objective is
-    :math:`\lambda_{\max}(A^TA)/(4n) \le G^2/4` smooth. Data: a tuple ``(features (n, d), labels (n,))``.
-    The feasible set defaults to the Euclidean ball of radius ``radius``.
-    """
-
-    d: int
-    radius: float = 1.0
-    feature_bound: float = 1.0
-    feasible_set: FeasibleSet | None = field(default=None)
-
-    def __post_init__(self) -> None:
-        check_int(self.d, "d", lo=1)
-        check_positive(self.radius, "radius")
-        check_positive(self.feature_bound, "feature_bound")
-        object.__setattr__(self, "feasible_set", _feasible_set(self.d, self.radius, self.feasible_set))
-
-    @property
-    def lipschitz(self) -> float:
-        return float(self.feature_bound)
-
-    def check_data(self, data: Any) -> tuple[np.ndarray, np.ndarray]:
-        if not isinstance(data, tuple) or len(data) != 2:
-            raise ValueError("data must be a tuple (features of shape (n, d), labels of shape (n,))")
-        a = check_array(data[0], "features", shape=(None, self.d))
-        b = check_array(data[1], "labels", shape=(a.shape[0],))
-        if not np.all(np.abs(b) == 1.0):
-            raise ValueError("labels must be -1 or +1")
-        check_norm_bound(a, "features", 2.0, self.feature_bound)
-        return a, b
-
-    def n_samples(self, data: Any) -> int:
-        return int(self.check_data(data)[0].shape[0])
-
-    def objective(self, X: np.ndarray, data: Any) -> np.ndarray:
-        """f(x; D) for every row of X (m, d) -> (m,)."""
-        a, b = data
-        margins = np.atleast_2d(X) @ (a * b[:, None]).T
-        return np.mean(np.logaddexp(0.0, -margins), axis=1)
-
-    def gradient(self, X: np.ndarray, data: Any) -> np.ndarray:
-        a, b = data
-        ab = a * b[:, None]
-        margins = np.atleast_2d(X) @ ab.T
-        w = -special.expit(-margins)  # d/dm log(1 + e^-m)
-        return (w @ ab) / a.shape[0]
-
-    def potential_parts(self, data: Any) -> tuple:
-        """Fast closures (objective, gradient) on (m, d) arrays with the signed features precomputed."""
-        a, b = data
-        ab = np.ascontiguousarray(a * b[:, None])
-        abt = np.ascontiguousarray(ab.T)
-        n = a.shape[0]
-
-        def obj(X: np.ndarray) -> np.ndarray:
-            return np.mean(np.logaddexp(0.0, -(X @ abt)), axis=1)
-
-        def grad(X: np.ndarray) -> np.ndarray:
-            return (special.expit(-(X @ abt)) @ ab) / (-n)
-
-        return obj, grad
-
-    def smoothness(self, data: Any) -> float:
-        a, _ = data
-        return float(np.linalg.eigvalsh(a.T @ a / a.shape[0])[-1]) / 4.0
-
-    def minimize(self, data: Any, mu: float = 0.0, *, n_polish: int = 500) -> tuple[np.ndarray, float]:
-        """Exact min over K of f + mu ||x||^2/2: cvxpy (Clarabel, exponential cone), then ``n_polish``
-        projected-gradient steps (step 1/(beta + mu)) from its solution, which remove the conic solver's
-        residual inaccuracy (its "inaccurate" warning is then harmless and silenced); returns (x*, value)."""
-        import warnings
-
-        import cvxpy as cp
-
-        a, b = data
-        x = cp.Variable(self.d)
-        obj = cp.sum(cp.logistic(-cp.multiply(b, a @ x))) / a.shape[0] + (mu / 2) * cp.sum_squares(x)
-        prob = cp.Problem(cp.Minimize(obj), self.feasible_set.cvxpy_constraints(x))
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-            prob.solve(solver=cp.CLARABEL)
-        if x.value is None:  # pragma: no cover - solver failure
-            raise RuntimeError(f"cvxpy failed: {prob.status}")
-        xs = self.feasible_set.project(np.asarray(x.value)[None, :])
-        step = 1.0 / (self.smoothness(data) + mu)
-        obj_fn, grad_fn = self.potential_parts(data)
-        for _ in range(n_polish):
-            xs = self.feasible_set.project(xs - step * (grad_fn(xs) + mu * xs))
-        xs = xs[0]
-        return xs, float(obj_fn(xs[None, :])[0] + mu / 2 * xs @ xs)
-
-
-@dataclass(frozen=True)
-class LinearLossProblem:
-    r"""Linear loss :math:`\ell(x; z) = G\langle z, x\rangle` with :math:`\|z\|_2 \le 1`: convex, smooth
-    (:math:`\beta = 0`) and :math:`G`-Lipschitz. Data: an ``(n, d)`` array.
-
-    The privacy worst case of Spec R1: replacing :math:`z` by :math:`-z` with :math:`\|z\| = 1` makes
-    :math:`\tilde F - F` linear with gradient norm exactly :math:`2Gk/n`, so the two laws are Gaussians
-    (truncated to K) shifted by :math:`\mu_{GDP}` standard deviations.
-    """
-
-    d: int
-    radius: float = 1.0
-    G: float = 1.0
-    feasible_set: FeasibleSet | None = field(default=None)
-
-    def __post_init__(self) -> None:
-        check_int(self.d, "d", lo=1)
-        check_positive(self.radius, "radius")
-        check_positive(self.G, "G")
-        object.__setattr__(self, "feasible_set", _feasible_set(self.d, self.radius, self.feasible_set))
-
-    @property
-    def lipschitz(self) -> float:
-        return float(self.G)
-
-    def check_data(self, data: Any) -> np.ndarray:
-        z = check_array(data, "data", shape=(None, self.d))
-        check_norm_bound(z, "data", 2.0, 1.0)
-        return z
-
-    def n_samples(self, data: Any) -> int:
-        return int(self.check_data(data).shape[0])
-
-    def objective(self, X: np.ndarray, data: Any) -> np.ndarray:
-        return self.G * (np.atleast_2d(X) @ np.mean(data, axis=0))
-
-    def gradient(self, X: np.ndarray, data: Any) -> np.ndarray:
-        X = np.atleast_2d(X)
-        return np.broadcast_to(self.G * np.mean(data, axis=0), X.shape).copy()
-
-    def potential_parts(self, data: Any) -> tuple:
-        c = self.G * np.mean(data, axis=0)
-        return (lambda X: X @ c), (lambda X: np.broadcast_to(c, X.shape).copy())
-
-    def smoothness(self, data: Any) -> float:
-        return 0.0
-
-    def minimize(self, data: Any, mu: float = 0.0) -> tuple[np.ndarray, float]:
-        """Exact min over K of G<z_bar, x> + mu||x||^2/2 (closed form on a centred ball, else cvxpy)."""
-        c = self.G * np.mean(data, axis=0)
-        K = self.feasible_set
-        if isinstance(K, LpBall) and K.p == 2.0:
-            if mu > 0:
-                xs = K.project(-c / mu)
-            else:
-                nc = np.linalg.norm(c)
-                xs = -K.radius * c / nc if nc > 0 else np.zeros(self.d)
-        else:
-            import cvxpy as cp
-
-            x = cp.Variable(self.d)
-            prob = cp.Problem(cp.Minimize(c @ x + (mu / 2) * cp.sum_squares(x)), K.cvxpy_constraints(x))
-            prob.solve(solver=cp.CLARABEL)
-            xs = K.project(np.asarray(x.value))
-        return xs, float(c @ xs + mu / 2 * xs @ xs)
-
-
 Problem = LogisticRegressionProblem | LinearLossProblem
-
-
-def logistic_regression_data(
-    n: int, d: int, rng: np.random.Generator, *, feature_bound: float = 1.0, signal: float = 2.0
-) -> tuple[np.ndarray, np.ndarray]:
-    r"""Synthetic bounded logistic data: :math:`a_i` uniform on the sphere of radius ``feature_bound``,
-    :math:`P(b_i = 1) = \sigma(\langle a_i, w\rangle)` with :math:`w` uniform on the sphere of radius
-    ``signal * sqrt(d) / feature_bound`` (so the margins are O(signal) in every dimension)."""
-    rng = check_rng(rng)
-    n = check_int(n, "n", lo=1)
-    d = check_int(d, "d", lo=1)
-    feature_bound = check_positive(feature_bound, "feature_bound")
-    signal = check_positive(signal, "signal", allow_zero=True)
-    a = rng.standard_normal((n, d))
-    a *= feature_bound / np.linalg.norm(a, axis=1, keepdims=True)
-    w = rng.standard_normal(d)
-    w *= signal * math.sqrt(d) / (feature_bound * np.linalg.norm(w))
-    b = np.where(rng.random(n) < special.expit(a @ w), 1.0, -1.0)
-    return a, b
-
-
-def linear_loss_data(n: int, d: int, rng: np.random.Generator, *, mean_norm: float = 0.5) -> np.ndarray:
-    r"""Synthetic data for :class:`LinearLossProblem`: :math:`z_i = s\,u + \xi_i`, u a uniform unit vector,
-    :math:`\xi_i \sim \mathcal N(0, s^2 I/d)` with s = ``mean_norm``, rows scaled into the unit ball
-    (so :math:`\|\bar z\|_2 \approx s` in every dimension and the scale of f does not shrink with d)."""
-    rng = check_rng(rng)
-    n = check_int(n, "n", lo=1)
-    d = check_int(d, "d", lo=1)
-    s = check_in_range(mean_norm, "mean_norm", 0.0, 1.0)
-    u = rng.standard_normal(d)
-    u /= np.linalg.norm(u)
-    z = s * u + rng.standard_normal((n, d)) * s / math.sqrt(d)
-    return z / np.maximum(1.0, np.linalg.norm(z, axis=1, keepdims=True))
 
 
 def _check_problem(problem: Any) -> Problem:
@@ -336,26 +137,16 @@ def regularized_exp_mu_gdp(*, n: int, G: float, k: float, mu: float) -> float:
     return 2.0 * G * math.sqrt(k) / (n * math.sqrt(mu))
 
 
-def gdp_mu_for_budget(epsilon: float, delta: float) -> float:
-    r"""The largest :math:`\mu` such that :math:`\mu`-GDP implies (eps, delta)-DP, i.e. the root of
-    :math:`\delta_\mu(\varepsilon) = \delta` (DRS22 Cor 2.13; increasing in mu), by brentq, rounded down so
-    that ``gdp_delta(mu, epsilon) <= delta`` holds in floating point. Spec R1."""
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta, allow_zero=False)
+def gdp_mu_star(epsilon: float, delta: float, *, accountant: str = "gdp") -> float:
+    r"""The largest GDP parameter :math:`\mu^\star` whose mechanism is certified (eps, delta)-DP. Spec R1.
 
-    def fn(m: float) -> float:
-        return gdp_delta(m, epsilon=epsilon) - delta
-
-    hi = 1.0
-    while fn(hi) < 0:
-        hi *= 2.0
-    lo = hi / 2.0
-    while fn(lo) > 0 and lo > 1e-300:
-        lo /= 2.0
-    root = optimize.brentq(fn, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
-    while fn(root) > 0:
-        root = math.nextafter(root, 0.0)
-    return float(root)
+    A :math:`\mu`-GDP mechanism is recorded as the Gaussian event with noise multiplier :math:`1/\mu` (module
+    docstring), so :math:`\mu^\star = 1/m` with m =
+    :func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier` (eps, delta, ``accountant``): the
+    privacy budget path that inverts the ledger's certificate. ``accountant="gdp"`` (default) is exact: the root
+    of :math:`\delta_\mu(\varepsilon) = \delta` (DRS22 Cor 2.13); it is also what ``"best"`` resolves to.
+    """
+    return 1.0 / gaussian_noise_multiplier(epsilon, delta, accountant=accountant).value
 
 
 @dataclass(frozen=True)
@@ -379,11 +170,19 @@ class RegularizedExpParams:
 
 
 def regularized_exp_theory_params(
-    n: int, d: int, G: float, D: float, epsilon: float, delta: float, *, radius: float | None = None
+    n: int,
+    d: int,
+    G: float,
+    D: float,
+    epsilon: float,
+    delta: float,
+    *,
+    radius: float | None = None,
+    accountant: str = "gdp",
 ) -> RegularizedExpParams:
     r"""(k, mu) for a target (eps, delta) (Spec R1, R2).
 
-    :math:`\mu^\star` = :func:`gdp_mu_for_budget` (eps, delta); with :math:`R` = ``radius`` (the largest
+    :math:`\mu^\star` = :func:`gdp_mu_star` (eps, delta, ``accountant``); with :math:`R` = ``radius`` (the largest
     norm of a point of K; default ``D``, valid when :math:`0 \in K`, as in seed 003 Thm 3),
     :math:`k = \sqrt d\, n\mu^\star/(\sqrt2\,GR)`, :math:`\mu = 4G^2k/(n^2\mu^{\star2})`, so that
     :math:`\mu_{GDP} = \mu^\star` and the bound :math:`d/k + \mu R^2/2 = 2\sqrt{2d}\,GR/(n\mu^\star)`.
@@ -393,7 +192,7 @@ def regularized_exp_theory_params(
     G = check_positive(G, "G")
     D = check_positive(D, "D")
     R = D if radius is None else check_positive(radius, "radius")
-    m_star = gdp_mu_for_budget(epsilon, delta)
+    m_star = gdp_mu_star(epsilon, delta, accountant=accountant)
     k = math.sqrt(d) * n * m_star / (math.sqrt(2.0) * G * R)
     # (1 + 1e-12): a rounding margin so that the float mu_GDP never exceeds mu* (the target stays certified)
     mu = 4.0 * G**2 * k / (n**2 * m_star**2) * (1 + 1e-12)
@@ -402,7 +201,23 @@ def regularized_exp_theory_params(
     )
 
 
-def pure_exp_theory_params(n: int, G: float, D: float, epsilon: float) -> float:
+@dataclass(frozen=True)
+class PureExpParams:
+    """Theory parameters of the pure exponential mechanism (Spec R2 baseline).
+
+    Attributes
+    ----------
+    k : float
+        Inverse temperature eps n/(2 G D).
+    excess_per_dimension : float
+        1/k = 2 G D/(n eps): the utility bound d/k divided by d (Lemma 2).
+    """
+
+    k: float
+    excess_per_dimension: float
+
+
+def pure_exp_theory_params(n: int, G: float, D: float, epsilon: float) -> PureExpParams:
     r"""k = eps n/(2 G D) for the pure-DP exponential mechanism :math:`\nu \propto e^{-kf}` on K: for
     replace-one neighbours :math:`\tilde f - f` is (2G/n)-Lipschitz, so its oscillation on K is at most
     :math:`2GD/n` and the log density ratio at most :math:`2kGD/n = \varepsilon`. Its utility is
@@ -411,7 +226,8 @@ def pure_exp_theory_params(n: int, G: float, D: float, epsilon: float) -> float:
     G = check_positive(G, "G")
     D = check_positive(D, "D")
     epsilon = check_epsilon(epsilon)
-    return epsilon * n / (2.0 * G * D)
+    k = epsilon * n / (2.0 * G * D)
+    return PureExpParams(k=k, excess_per_dimension=1.0 / k)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -501,6 +317,22 @@ def sample_regularized_exponential(
 # ---------------------------------------------------------------------------------------------------------
 
 
+_GAUSSIAN_ACCOUNTANTS = ("gdp", "best", "rdp", "pld")
+
+
+def _gaussian_accountant(accountant: Any) -> str:
+    """Validate ``accountant`` for a mu-GDP / Gaussian guarantee: one of gdp, best, rdp, pld."""
+    accountant = check_accountant(accountant)
+    if accountant not in _GAUSSIAN_ACCOUNTANTS:
+        raise ValueError(f"accountant must be one of {_GAUSSIAN_ACCOUNTANTS} for this Gaussian-DP mechanism, "
+                         f"got {accountant!r}")
+    return accountant
+
+
+def _n_records(data: Any) -> int:
+    return int(np.shape(data[0] if isinstance(data, tuple) else data)[0])
+
+
 def run_regularized_exponential_mechanism(
     problem: Problem,
     data: Any,
@@ -511,6 +343,7 @@ def run_regularized_exponential_mechanism(
     k: float | None = None,
     mu: float | None = None,
     sampler_delta_fraction: float = 0.01,
+    accountant: str = "gdp",
 ) -> Result:
     r"""Run the regularized exponential mechanism at a target (eps, delta) (Spec R1, R2; GLL22).
 
@@ -518,48 +351,53 @@ def run_regularized_exponential_mechanism(
     :math:`\delta_0 = (1 - \phi)\delta` (:math:`\phi` = ``sampler_delta_fraction``); the sampler runs to
     TV accuracy :math:`\tau = \phi\delta/(1 + e^\varepsilon)`, so the implemented mechanism is
     :math:`(\varepsilon, \delta_0 + (1+e^\varepsilon)\tau) = (\varepsilon, \delta)`-DP. If (k, mu) are given
-    they must satisfy :math:`\delta_{\mu_{GDP}}(\varepsilon) \le \delta_0`, else ValueError.
+    their certificate at :math:`\delta_0` must be at most epsilon, else ValueError.
 
-    The ledger records one Gaussian mechanism with noise multiplier :math:`1/\mu_{GDP}` (mu-GDP is exactly
-    that mechanism's privacy curve); ``ledger.epsilon(info["delta_mechanism"])`` certifies eps for the exact
-    sampler and ``info["delta_sampler"]`` is the sampler's additive term.
+    ``accountant`` converts the mechanism's mu-GDP contract to (eps, delta): ``"gdp"`` (default, exact, the
+    calibration of earlier versions), ``"best"`` (the tightest valid accountant; equal to GDP here), ``"rdp"`` or
+    ``"pld"`` (looser: more regularization). The ledger records one Gaussian mechanism with noise multiplier
+    :math:`1/\mu_{GDP}` (mu-GDP is exactly that mechanism's privacy curve);
+    ``result.certified_epsilon(info["delta_mechanism"])`` certifies eps for the exact sampler and
+    ``info["delta_sampler"]`` is the sampler's additive term.
     """
     problem = _check_problem(problem)
     data = problem.check_data(data)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
     rng = check_rng(rng)
+    accountant = _gaussian_accountant(accountant)
     phi = check_in_range(
         sampler_delta_fraction, "sampler_delta_fraction", 0.0, 1.0, lo_inclusive=False, hi_inclusive=False
     )
-    n = int(np.shape(data[0] if isinstance(data, tuple) else data)[0])
+    n = _n_records(data)
     K = problem.feasible_set
     G = problem.lipschitz
-    D = K.diameter(2.0)
     R = _max_norm(K)
     delta0 = (1 - phi) * delta
     tau = phi * delta / (1 + math.exp(epsilon))
     if (k is None) != (mu is None):
         raise ValueError("give both k and mu, or neither (theory defaults)")
     if k is None:
-        tp = regularized_exp_theory_params(n, problem.d, G, D, epsilon, delta0, radius=R)
+        tp = regularized_exp_theory_params(n, problem.d, G, K.diameter(2.0), epsilon, delta0, radius=R,
+                                           accountant=accountant)
         k_used, mu_used = tp.k, tp.mu
     else:
         k_used = check_positive(k, "k")
         mu_used = check_positive(mu, "mu")
     mu_gdp = regularized_exp_mu_gdp(n=n, G=G, k=k_used, mu=mu_used)
-    if gdp_delta(mu_gdp, epsilon=epsilon) > delta0 * (1 + 1e-12):
+    ledger = PrivacyLedger()
+    ledger.record_gaussian(1.0 / mu_gdp, label="regularized exponential mechanism (mu-GDP)")
+    if ledger.epsilon(delta0, accountant) > epsilon:
         raise ValueError(
             f"k={k_used!r}, mu={mu_used!r} give mu_GDP={mu_gdp!r}, which is not ({epsilon!r}, {delta0!r})-DP"
         )
     x, sinfo = sample_regularized_exponential(
         problem, data, k=k_used, mu=mu_used, rng=rng, n_samples=1, tv_target=tau, return_info=True
     )
-    ledger = PrivacyLedger()
-    ledger.record_gaussian(1.0 / mu_gdp, label="regularized exponential mechanism (mu-GDP)")
     return Result(
         x=x[0],
-        params={"k": k_used, "mu": mu_used, "n_steps": sinfo["n_steps"], "eta": sinfo["eta"]},
+        params={"k": k_used, "mu": mu_used, "n_steps": sinfo["n_steps"], "eta": sinfo["eta"],
+                "accountant": accountant},
         ledger=ledger,
         info={
             "method": "regularized exponential mechanism (proximal sampler, exact RGO)",
@@ -567,7 +405,6 @@ def run_regularized_exponential_mechanism(
             "delta_mechanism": delta0,
             "delta_sampler": (1 + math.exp(epsilon)) * tau,
             "tv_bound": tau,
-            "certified_epsilon": ledger.epsilon(delta0, method="gdp"),
             "excess_bound": problem.d / k_used + mu_used * R**2 / 2,
             "route": sinfo["route"],
             "mean_rounds": sinfo["mean_rounds"],
@@ -580,24 +417,29 @@ def run_pure_exponential_mechanism(
     data: Any,
     *,
     epsilon: float,
+    delta: float = 0.0,
     rng: np.random.Generator,
     n_steps: int | None = None,
-    tv_target: float = 1e-3,
+    tv_target: float | None = None,
 ) -> Result:
     r"""The pure eps-DP exponential mechanism :math:`\nu \propto e^{-kf}` on K, k = eps n/(2GD)
     (:func:`pure_exp_theory_params`); utility :math:`d/k = 2GDd/(n\varepsilon)` (Spec R2 baseline).
 
-    Sampled with the proximal sampler at mu = 0 (Poincaré certificate, ``tv_target``); the sampler's TV
-    error adds :math:`(1+e^\varepsilon)\tau` to delta, reported in ``info["delta_sampler"]``.
+    Sampled with the proximal sampler at mu = 0 (Poincaré certificate, TV accuracy ``tv_target``); the
+    sampler's TV error adds :math:`(1+e^\varepsilon)\tau` to delta, reported in ``info["delta_sampler"]``.
+    ``tv_target`` defaults to :math:`\delta/(1 + e^\varepsilon)` when ``delta > 0`` (so the sampled mechanism is
+    (eps, delta)-DP) and to 1e-3 when ``delta == 0``. The ledger records one pure eps-DP event (there is no
+    budget to calibrate: k is the closed form above).
     """
     problem = _check_problem(problem)
     data = problem.check_data(data)
     epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
     rng = check_rng(rng)
-    n = int(np.shape(data[0] if isinstance(data, tuple) else data)[0])
+    if tv_target is None:
+        tv_target = delta / (1 + math.exp(epsilon)) if delta > 0 else 1e-3
     K = problem.feasible_set
-    D = K.diameter(2.0)
-    k = pure_exp_theory_params(n, problem.lipschitz, D, epsilon)
+    k = pure_exp_theory_params(_n_records(data), problem.lipschitz, K.diameter(2.0), epsilon).k
     x, sinfo = sample_regularized_exponential(
         problem, data, k=k, mu=0.0, rng=rng, n_samples=1, n_steps=n_steps, tv_target=tv_target, return_info=True
     )
@@ -617,15 +459,55 @@ def run_pure_exponential_mechanism(
     )
 
 
-def noisy_gd_theory_params(n: int, d: int, G: float, D: float, epsilon: float, delta: float) -> dict[str, float]:
+@dataclass(frozen=True)
+class NoisyGDParams:
+    """Theory parameters of full-batch noisy gradient descent (Spec R2 baseline).
+
+    Attributes
+    ----------
+    T : int
+        Number of steps.
+    noise_multiplier : float
+        sigma = s n/(2G): noise standard deviation over the replace-one l2 sensitivity 2G/n of the mean gradient.
+    noise_std : float
+        s, the standard deviation of each noise coordinate.
+    step_size : float
+        D / sqrt(T (G^2 + d s^2)).
+    mu_gdp : float
+        sqrt(T)/sigma: the run's GDP parameter.
+    excess_bound : float
+        D sqrt((G^2 + d s^2)/T).
+    """
+
+    T: int
+    noise_multiplier: float
+    noise_std: float
+    step_size: float
+    mu_gdp: float
+    excess_bound: float
+
+
+def _noisy_gd_params(T: int, sigma: float, n: int, d: int, G: float, D: float) -> NoisyGDParams:
+    s = 2 * G * sigma / n
+    return NoisyGDParams(T=T, noise_multiplier=sigma, noise_std=s, step_size=D / math.sqrt(T * (G**2 + d * s**2)),
+                         mu_gdp=math.sqrt(T) / sigma, excess_bound=D * math.sqrt((G**2 + d * s**2) / T))
+
+
+def noisy_gd_theory_params(
+    n: int, d: int, G: float, D: float, epsilon: float, delta: float, *, n_steps: int | None = None,
+    accountant: str = "gdp",
+) -> NoisyGDParams:
     r"""Full-batch noisy projected gradient descent at a target (eps, delta) (Spec R2 baseline).
 
     Each step releases :math:`\nabla f(x_t) + \xi_t`, :math:`\xi_t \sim \mathcal N(0, s^2 I)`; the gradient
     mean has replace-one :math:`\ell_2` sensitivity :math:`2G/n`, so with noise multiplier
     :math:`\sigma = s n/(2G)` each step is :math:`(1/\sigma)`-GDP and T steps compose to
-    :math:`\sqrt T/\sigma`-GDP (DRS22 Cor 3.3). With :math:`\mu^\star` = :func:`gdp_mu_for_budget`:
-    :math:`T = \lceil n^2\mu^{\star2}/(4d)\rceil`, :math:`\sigma = \sqrt T/\mu^\star`, step
-    :math:`\eta = D/\sqrt{T(G^2 + d s^2)}`; the averaged iterate has excess risk
+    :math:`\sqrt T/\sigma`-GDP (DRS22 Cor 3.3). With :math:`\mu^\star` = :func:`gdp_mu_star`:
+    :math:`T = \lceil n^2\mu^{\star2}/(4d)\rceil` (or ``n_steps``), and :math:`\sigma` =
+    :func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier` (eps, delta, count=T): the smallest
+    multiplier whose T recorded Gaussian events certify the target by ``accountant`` (``"gdp"``, the default,
+    is exact and gives :math:`\sigma = \sqrt T/\mu^\star`; ``"best"`` is the tightest valid accountant, here
+    GDP). Step :math:`\eta = D/\sqrt{T(G^2 + d s^2)}`; the averaged iterate has excess risk
     :math:`\le D\sqrt{(G^2 + ds^2)/T} \approx 2\sqrt2\,GD\sqrt d/(n\mu^\star)` =
     :math:`O(GD\sqrt{d\log(1/\delta)}/(n\varepsilon))`.
     """
@@ -633,19 +515,14 @@ def noisy_gd_theory_params(n: int, d: int, G: float, D: float, epsilon: float, d
     d = check_int(d, "d", lo=1)
     G = check_positive(G, "G")
     D = check_positive(D, "D")
-    m_star = gdp_mu_for_budget(epsilon, delta)
-    T = max(1, math.ceil(n**2 * m_star**2 / (4 * d)))
-    sigma = math.sqrt(T) / m_star
-    s = 2 * G * sigma / n
-    step = D / math.sqrt(T * (G**2 + d * s**2))
-    return {
-        "T": T,
-        "noise_multiplier": sigma,
-        "noise_std": s,
-        "step": step,
-        "mu_gdp": m_star,
-        "excess_bound": D * math.sqrt((G**2 + d * s**2) / T),
-    }
+    accountant = _gaussian_accountant(accountant)
+    if n_steps is None:
+        m_star = gdp_mu_star(epsilon, delta, accountant=accountant)
+        T = max(1, math.ceil(n**2 * m_star**2 / (4 * d)))
+    else:
+        T = check_int(n_steps, "n_steps", lo=1)
+    sigma = gaussian_noise_multiplier(epsilon, delta, count=T, accountant=accountant).value
+    return _noisy_gd_params(T, sigma, n, d, G, D)
 
 
 def run_noisy_gradient_descent(
@@ -656,26 +533,24 @@ def run_noisy_gradient_descent(
     delta: float,
     rng: np.random.Generator,
     n_steps: int | None = None,
+    accountant: str = "gdp",
 ) -> Result:
     """Noisy projected full-batch gradient descent with the averaged iterate (see :func:`noisy_gd_theory_params`).
 
-    ``n_steps`` overrides T (the noise is recalibrated so that the run stays (eps, delta)-DP). The ledger
-    records T Gaussian mechanisms with noise multiplier sigma; ``ledger.epsilon(delta)`` certifies eps.
-    Spec R2 baseline.
+    ``n_steps`` overrides T (the noise is recalibrated so that the run stays (eps, delta)-DP). ``accountant``:
+    ``"gdp"`` (default, exact for Gaussian steps), ``"best"`` (the tightest valid accountant, GDP here),
+    ``"rdp"``, ``"pld"``. The ledger records T Gaussian mechanisms with noise multiplier sigma, the events the
+    calibration inverted; ``result.certified_epsilon(delta)`` certifies eps. Spec R2 baseline.
     """
     problem = _check_problem(problem)
     data = problem.check_data(data)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
     rng = check_rng(rng)
-    n = int(np.shape(data[0] if isinstance(data, tuple) else data)[0])
     K = problem.feasible_set
     G, D, d = problem.lipschitz, K.diameter(2.0), problem.d
-    tp = noisy_gd_theory_params(n, d, G, D, epsilon, delta)
-    T = tp["T"] if n_steps is None else check_int(n_steps, "n_steps", lo=1)
-    sigma = math.sqrt(T) / tp["mu_gdp"]
-    s = 2 * G * sigma / n
-    step = D / math.sqrt(T * (G**2 + d * s**2))
+    tp = noisy_gd_theory_params(_n_records(data), d, G, D, epsilon, delta, n_steps=n_steps, accountant=accountant)
+    T, sigma, s, step = tp.T, tp.noise_multiplier, tp.noise_std, tp.step_size
     x = K.project(K.center()[None, :])
     avg = np.zeros((1, d))
     noise = rng.standard_normal((T, d)) * s
@@ -686,13 +561,10 @@ def run_noisy_gradient_descent(
     ledger.record_gaussian(sigma, count=T, label="noisy gradient descent step")
     return Result(
         x=avg[0],
-        params={"T": T, "noise_multiplier": sigma, "noise_std": s, "step": step},
+        params={"T": T, "noise_multiplier": sigma, "noise_std": s, "step_size": step, "accountant": accountant},
         ledger=ledger,
-        info={
-            "method": "noisy gradient descent (averaged iterate)",
-            "mu_gdp": math.sqrt(T) / sigma,
-            "excess_bound": D * math.sqrt((G**2 + d * s**2) / T),
-        },
+        info={"method": "noisy gradient descent (averaged iterate)", "mu_gdp": tp.mu_gdp,
+              "excess_bound": tp.excess_bound},
     )
 
 

@@ -23,7 +23,6 @@ The library works in the idealized real-arithmetic model with float64 noise and 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,7 +42,9 @@ from dpsco_lib._validation import (
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.geometry.sets import project_l1_ball
 from dpsco_lib.privacy.accounting import AdvancedCompositionFilter, PrivacyLedger
-from dpsco_lib.privacy.mechanisms import gaussian_sigma_analytic
+from dpsco_lib.privacy.accounting.budget import check_accountant, gaussian_noise_multiplier
+from dpsco_lib.problems.base import Problem
+from dpsco_lib.problems.lecture import SparseLogisticSampler
 
 __all__ = [
     "SparseLogisticSampler",
@@ -128,17 +129,21 @@ def sample_sparse_vectors(
 # Z1: sparse mean estimation
 # ---------------------------------------------------------------------------------------------------------
 def _z1_release(
-    mean: np.ndarray, n: int, s: int, L: float, eps: float, dlt: float, rng: np.random.Generator
-) -> tuple[np.ndarray, float]:
-    """Noise + l1 projection; returns (estimate, noise scale). Laplace when dlt == 0, else Gaussian."""
+    mean: np.ndarray, n: int, s: int, L: float, eps: float, dlt: float, rng: np.random.Generator,
+    accountant: str = "gdp",
+) -> tuple[np.ndarray, float, float]:
+    """Noise + l1 projection; returns (estimate, noise scale, Gaussian noise multiplier or nan). Laplace when
+    dlt == 0 (scale = l1 sensitivity / eps, no budget to solve), else Gaussian with the multiplier of the budget
+    path (:func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier`)."""
     d = mean.shape[0]
     if dlt == 0:
-        scale = 2.0 * L * math.sqrt(s) / (n * eps)
+        scale, mult = 2.0 * L * math.sqrt(s) / (n * eps), math.nan
         noisy = mean + rng.laplace(0.0, scale, size=d)
     else:
-        scale = gaussian_sigma_analytic(2.0 * L / n, epsilon=eps, delta=dlt)
+        mult = gaussian_noise_multiplier(eps, dlt, accountant=accountant).value
+        scale = (2.0 * L / n) * mult
         noisy = mean + rng.normal(0.0, scale, size=d)
-    return project_l1_ball(noisy, L * math.sqrt(s)), scale
+    return project_l1_ball(noisy, L * math.sqrt(s)), scale, mult
 
 
 def sparse_mean_estimate(
@@ -149,14 +154,16 @@ def sparse_mean_estimate(
     epsilon: float,
     delta: float = 0.0,
     rng: np.random.Generator,
+    accountant: str = "gdp",
 ) -> Result:
     r"""DP mean of s-sparse vectors with :math:`\|z\|_2 \le L`: noise + projection on the :math:`\ell_1` ball of
     radius :math:`L\sqrt s` (Spec Z1; seed 004 after BST14-type projection estimators).
 
     ``delta == 0``: :math:`\xi \sim \mathrm{Lap}(2L\sqrt s/(n\varepsilon))^d`, pure :math:`\varepsilon`-DP
     (:math:`\|z - z'\|_1 \le 2L\sqrt s`). ``delta > 0``: :math:`\xi \sim N(0, \sigma^2 I)` with
-    :math:`\sigma` = :func:`~dpsco_lib.privacy.mechanisms.gaussian_sigma_analytic` (:math:`2L/n`,
-    :math:`\varepsilon`, :math:`\delta`). Projection is post-processing. Error:
+    :math:`\sigma = (2L/n)\,m`, m = :func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier`
+    (:math:`\varepsilon`, :math:`\delta`, ``accountant``; ``"gdp"``, the default, is exact and equals the analytic
+    Gaussian calibration; ``"best"`` is the tightest valid accountant, GDP here). Projection is post-processing. Error:
     :math:`\|\hat z - \bar z\|_2 \le 2\sqrt{L\sqrt s\,\|\xi\|_\infty}` (deterministic, since :math:`\bar z` is
     in the ball), i.e. :math:`O(\sqrt{L^2 s\log d/(n\varepsilon)})` for Laplace.
 
@@ -167,6 +174,8 @@ def sparse_mean_estimate(
     sparsity, norm_bound : s >= 1, L > 0.
     epsilon, delta : privacy target (delta = 0 for the Laplace version).
     rng : numpy.random.Generator.
+    accountant : str
+        Calibration of the Gaussian version (ignored by the Laplace version, which has no budget to solve).
 
     Returns
     -------
@@ -178,13 +187,14 @@ def sparse_mean_estimate(
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
     rng = check_rng(rng)
+    accountant = check_accountant(accountant)
     mean, n, d = _sparse_rows(Z, s, L)
-    est, scale = _z1_release(mean, n, s, L, eps, dlt, rng)
+    est, scale, mult = _z1_release(mean, n, s, L, eps, dlt, rng, accountant)
     led = PrivacyLedger()
     if dlt == 0:
         led.record_pure(eps, label="sparse mean, Laplace + l1 projection (Z1)")
     else:
-        led.record_gaussian(scale / (2.0 * L / n), label="sparse mean, Gaussian + l1 projection (Z1)")
+        led.record_gaussian(mult, label="sparse mean, Gaussian + l1 projection (Z1)")
     return Result(
         x=est,
         params={"noise_scale": scale, "radius": L * math.sqrt(s), "noise": "laplace" if dlt == 0 else "gaussian"},
@@ -202,7 +212,8 @@ def gaussian_matrix_sparse_norm_bound(m: int, d: int, k: int, fail_prob: float) 
     :math:`\binom dk` supports take a :math:`\theta`-net of the unit sphere of the :math:`k`-dimensional coordinate
     subspace, of size :math:`\le (1 + 2/\theta)^k`; then :math:`\sup_v\|A_Sv\| \le \max_{u\in\text{net}}
     \|A_Su\|/(1-\theta)`. Solving :math:`\log\binom dk + k\log(1+2/\theta) - \tfrac m2(t - \log(1+t)) =
-    \log(\text{fail\_prob})` for :math:`t` (brentq) gives :math:`c = \sqrt{1+t}/(1-\theta)`; the minimum over a
+    \log(\text{fail\_prob})` for :math:`t` (brentq; a concentration constant of the random matrix, not a privacy
+    budget solve) gives :math:`c = \sqrt{1+t}/(1-\theta)`; the minimum over a
     fixed grid of :math:`\theta` is returned.
     """
     m = check_int(m, "m", lo=1)
@@ -220,7 +231,7 @@ def gaussian_matrix_sparse_norm_bound(m: int, d: int, k: int, fail_prob: float) 
         hi = 1.0
         while h(hi) < 0:
             hi *= 2.0
-        t = brentq(h, 0.0, hi, xtol=1e-12)
+        t = brentq(h, 0.0, hi, xtol=1e-12)  # utility/concentration constant, not a privacy budget solver
         best = min(best, math.sqrt(1.0 + t * (1 + 1e-12)) / (1.0 - theta))
     return best
 
@@ -240,6 +251,7 @@ def sparse_mean_estimate_cs(
     n_measurements: int | None = None,
     matrix_failure: float | None = None,
     feasibility_level: float = 0.05,
+    accountant: str = "gdp",
 ) -> Result:
     r"""Compressed-sensing DP sparse mean (Spec Z1, seed 004 "noisy compressed sensing" variant).
 
@@ -249,13 +261,15 @@ def sparse_mean_estimate_cs(
     except on an event of probability :math:`\beta` = ``matrix_failure`` (default :math:`\delta/2`), with
     :math:`c` = :func:`gaussian_matrix_sparse_norm_bound` (``k = 2s``). Release
     :math:`b = A\bar z + N(0, \sigma^2 I_m)` with :math:`\sigma` the exact Gaussian calibration for sensitivity
-    :math:`2cL/n` at :math:`(\varepsilon, \delta - \beta)`; the release is :math:`(\varepsilon, \delta)`-DP
-    (the bad event of :math:`A` costs at most :math:`\beta` in :math:`\delta`). Recover
+    :math:`2cL/n` at :math:`(\varepsilon, \delta - \beta)` (:math:`2cL/n` times the noise multiplier of
+    :func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier` with ``accountant``); the release is
+    :math:`(\varepsilon, \delta)`-DP (the bad event of :math:`A` costs at most :math:`\beta` in :math:`\delta`). Recover
     :math:`\hat z = \arg\min\{\|z\|_1 : \|Az - b\|_2 \le \eta\}` (cvxpy, Clarabel) with
     :math:`\eta = \sigma\sqrt{m + 2\sqrt{m\log(1/\gamma)} + 2\log(1/\gamma)}` (Laurent-Massart: the true
     :math:`\bar z` is feasible w.p. :math:`\ge 1-\gamma`, :math:`\gamma` = ``feasibility_level``).
 
-    The ledger records the Gaussian event; it certifies :math:`\varepsilon` at :math:`\delta - \beta`, and
+    The ledger records the calibrated Gaussian event; it certifies :math:`\varepsilon` at :math:`\delta - \beta`
+    (``result.certified_epsilon(info["mechanism_delta"])``), and
     ``info["matrix_failure"]`` = :math:`\beta` is added to delta (``info["certified_delta"]``).
     """
     import cvxpy as cp
@@ -264,6 +278,7 @@ def sparse_mean_estimate_cs(
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta, allow_zero=False)
     rng = check_rng(rng)
+    accountant = check_accountant(accountant)
     gamma = check_probability(feasibility_level, "feasibility_level", open_left=True, open_right=True)
     mean, n, d = _sparse_rows(Z, s, L)
     m = _cs_rows(d, s) if n_measurements is None else check_int(n_measurements, "n_measurements", lo=1)
@@ -273,7 +288,8 @@ def sparse_mean_estimate_cs(
     k = min(2 * s, d)
     c = gaussian_matrix_sparse_norm_bound(m, d, k, beta)
     sens = c * 2.0 * L / n
-    sigma = gaussian_sigma_analytic(sens, epsilon=eps, delta=dlt - beta)
+    mult = gaussian_noise_multiplier(eps, dlt - beta, accountant=accountant).value
+    sigma = sens * mult
     A = rng.normal(0.0, 1.0 / math.sqrt(m), size=(m, d))
     b = A @ mean + rng.normal(0.0, sigma, size=m)
     lg = math.log(1.0 / gamma)
@@ -284,7 +300,7 @@ def sparse_mean_estimate_cs(
     if z.value is None:  # pragma: no cover - A has full row rank a.s., so the problem is feasible
         raise RuntimeError(f"l1 recovery failed: cvxpy status {prob.status}")
     led = PrivacyLedger()
-    led.record_gaussian(sigma / sens, label="sparse mean, compressed sensing (Z1)")
+    led.record_gaussian(mult, label="sparse mean, compressed sensing (Z1)")
     return Result(
         x=np.asarray(z.value, dtype=np.float64),
         params={"n_measurements": m, "sigma": sigma, "norm_factor": c, "eta": eta, "matrix_failure": beta},
@@ -297,27 +313,12 @@ def sparse_mean_estimate_cs(
 # ---------------------------------------------------------------------------------------------------------
 # Z2: output perturbation with l1 projection
 # ---------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SparseLogisticSampler:
-    r"""Logistic data with s-sparse features: :math:`a` has a uniform random support of size ``s`` and
-    entries :math:`\pm 1/\sqrt s` (so :math:`\|a\|_2 = 1`), :math:`P(y = 1) = \mathrm{sigmoid}(\langle a, w\rangle)`.
-    Per-sample logistic gradients :math:`-y\,\mathrm{sigmoid}(-y\langle a, x\rangle)\,a` are s-sparse with
-    :math:`\|\cdot\|_2 \le 1`. Usable as the ``sampler`` of :class:`~dpsco_lib.problems.LogisticRegression`."""
-
-    w: np.ndarray
-    sparsity: int
-
-    def __call__(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        d, s = self.w.shape[0], self.sparsity
-        X = np.zeros((n, d))
-        cols = np.argsort(rng.random((n, d)), axis=1)[:, :s] if d <= 4096 else np.stack(
-            [rng.choice(d, size=s, replace=False) for _ in range(n)]
-        )
-        signs = (2.0 * rng.integers(0, 2, size=(n, s)) - 1.0) / math.sqrt(s)
-        np.put_along_axis(X, cols, signs, axis=1)
-        p = 1.0 / (1.0 + np.exp(-(X @ self.w)))
-        y = np.where(rng.random(n) < p, 1.0, -1.0)
-        return X, y
+def _runner_inputs(problem: Any, data: Any) -> Any:
+    """Public-boundary checks of the Z2/Z3 runners: a convex ``Problem`` and a ``Dataset`` within its bounds."""
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be a dpsco_lib.problems.Problem (a convex loss), got {type(problem).__name__}")
+    _grad_info(problem)
+    return problem.validate_data(data)
 
 
 def _grad_info(problem: Any) -> tuple[float, float | None]:
@@ -394,6 +395,7 @@ def run_output_perturbation(
     sparsity: int,
     rng: np.random.Generator,
     project: bool = True,
+    accountant: str = "gdp",
 ) -> Result:
     r"""Output perturbation with :math:`\ell_1` projection for regularized ERM with s-sparse gradients (Spec Z2).
 
@@ -404,12 +406,19 @@ def run_output_perturbation(
     requires ``problem.p == 2``), :math:`H` = ``problem.L1``. The gradient rows are checked to be s-sparse at the
     solution. The minimizer is computed to gradient norm ~1e-10 (``info["grad_norm"]``); the analysis assumes the
     exact minimizer.
+
+    ``accountant`` calibrates the Gaussian version: :math:`\sigma = \Delta_2 m` with m =
+    :func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier` (``"gdp"``, the default, is exact and
+    equals the analytic Gaussian calibration; ``"best"`` is the tightest valid accountant, GDP here); the ledger
+    records that Gaussian event. The Laplace version (``delta == 0``) has no budget to solve.
     """
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
     s = check_int(sparsity, "sparsity", lo=1)
     lam = check_positive(lam, "lam")
     rng = check_rng(rng)
+    accountant = check_accountant(accountant)
+    data = _runner_inputs(problem, data)
     L, H = _grad_info(problem)
     if float(getattr(problem, "p", 2.0)) != 2.0:
         raise ValueError(f"problem.p must be 2 (l2-Lipschitz losses), got {problem.p!r}")
@@ -427,11 +436,13 @@ def run_output_perturbation(
         noisy = x_lam + rng.laplace(0.0, scale, size=x_lam.shape[0])
         led.record_pure(eps, label="output perturbation, Laplace (Z2)")
     else:
-        scale = gaussian_sigma_analytic(sens["l2"], epsilon=eps, delta=dlt)
+        mult = gaussian_noise_multiplier(eps, dlt, accountant=accountant).value
+        scale = sens["l2"] * mult
         noisy = x_lam + rng.normal(0.0, scale, size=x_lam.shape[0])
-        led.record_gaussian(scale / sens["l2"], label="output perturbation, Gaussian (Z2)")
+        led.record_gaussian(mult, label="output perturbation, Gaussian (Z2)")
     out = project_l1_ball(noisy, sens["radius_l1"]) if project else noisy
-    return Result(x=out, params={"lam": lam, "noise_scale": scale, "radius_l1": sens["radius_l1"], "project": project},
+    return Result(x=out, params={"lam": lam, "noise_scale": scale, "radius_l1": sens["radius_l1"], "project": project,
+                                 "accountant": accountant},
                   ledger=led, info={"x_lambda": x_lam, "grad_norm": gnorm, "sensitivity": sens})
 
 
@@ -517,7 +528,7 @@ def run_bias_reduced_dp_sgd(
     epsilon: float,
     delta: float,
     sparsity: int,
-    lr: float,
+    step_size: float,
     eps0: float,
     rng: np.random.Generator,
     max_steps: int = 100_000,
@@ -525,7 +536,8 @@ def run_bias_reduced_dp_sgd(
 ) -> Result:
     r"""Bias-reduced DP-SGD with a random privacy budget per step and a random stopping time (Spec Z3).
 
-    Iterate :math:`x_{t+1} = \Pi_{\mathcal X}(x_t - \eta G_t)` with :math:`G_t` from :func:`bias_reduced_gradient`.
+    Iterate :math:`x_{t+1} = \Pi_{\mathcal X}(x_t - \eta G_t)` (:math:`\eta` = ``step_size``) with :math:`G_t` from
+    :func:`bias_reduced_gradient`.
     The cost :math:`\varepsilon_t` of step :math:`t` depends on the random level :math:`N_t`; before running a
     step its cost is offered to the WRRW23 advanced-composition filter
     (:class:`~dpsco_lib.privacy.accounting.AdvancedCompositionFilter`, target :math:`(\varepsilon, \delta)`,
@@ -533,15 +545,20 @@ def run_bias_reduced_dp_sgd(
     ``max_steps``). Fully adaptive composition makes the whole run :math:`(\varepsilon, \delta)`-DP. The ledger
     records the realized sequence of per-step pure budgets (``ledger.epsilon(delta)`` re-certifies it; the
     budgets depend only on the data-independent levels). Output: the average iterate.
+
+    There is no budget to calibrate and no accountant to choose: ``eps0`` is the user's per-Z1-release budget, each
+    step's cost is the amplification formula of :func:`bias_reduced_gradient`, and the stopping rule is the
+    filter (the one valid rule for fully adaptive budgets here); ``result.certified_epsilon(delta)`` re-certifies
+    the realized sequence with the tightest valid accountant.
     """
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta, allow_zero=False)
     s = check_int(sparsity, "sparsity", lo=1)
-    eta = check_positive(lr, "lr")
+    eta = check_positive(step_size, "step_size")
     eps0 = check_epsilon(eps0, "eps0")
     rng = check_rng(rng)
     T = check_int(max_steps, "max_steps", lo=1)
-    _grad_info(problem)
+    data = _runner_inputs(problem, data)
     fset = problem.feasible_set
     d = int(problem.d)
     x = fset.project(np.zeros(d) if x0 is None else check_array(x0, "x0", shape=(d,)))
@@ -567,7 +584,7 @@ def run_bias_reduced_dp_sgd(
     out = x_sum / steps if steps else x
     return Result(
         x=out,
-        params={"lr": eta, "eps0": eps0, "epsilon": eps, "delta": dlt, "max_steps": T},
+        params={"step_size": eta, "eps0": eps0, "epsilon": eps, "delta": dlt, "max_steps": T},
         ledger=led,
         info={"steps": steps, "levels": np.array(levels, dtype=np.int64), "step_epsilons": np.array(budgets),
               "filter_spent": filt.spent, "stopped_by_filter": steps < T},
