@@ -19,10 +19,33 @@ poly_sfw_theory_params``). All guarantees hold in the idealized real-arithmetic 
 non-cryptographic generator).
 """
 
-from dpsco_lib.algorithms._result import Result
-from dpsco_lib.algorithms.registry import REGISTRY, AlgorithmRecord, get_algorithm, private_algorithms
+from typing import Any
 
-_RUNNERS = {rec.runner.__name__: rec.runner for rec in REGISTRY}
-globals().update(_RUNNERS)
+from dpsco_lib.algorithms._result import Result as Result
 
-__all__ = ["REGISTRY", "AlgorithmRecord", "Result", "get_algorithm", "private_algorithms", *sorted(_RUNNERS)]
+_REGISTRY_NAMES = ("REGISTRY", "AlgorithmRecord", "get_algorithm", "private_algorithms")
+
+
+def _runners() -> dict[str, Any]:
+    from dpsco_lib.algorithms.registry import REGISTRY
+
+    return {rec.runner.__name__: rec.runner for rec in REGISTRY}
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: the registry (and with it every algorithm module) loads on first use, so importing one
+    # submodule (``dpsco_lib.algorithms.poly_sfw``) does not import all the others.
+    if name == "__all__":
+        return ["Result", *_REGISTRY_NAMES, *sorted(_runners())]
+    if name in _REGISTRY_NAMES:
+        from dpsco_lib.algorithms import registry
+
+        return getattr(registry, name)
+    runners = _runners()
+    if name in runners:
+        return runners[name]
+    raise AttributeError(f"module 'dpsco_lib.algorithms' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__getattr__("__all__")})

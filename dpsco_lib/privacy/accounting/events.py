@@ -316,22 +316,29 @@ def to_replace_one(*events: DpEvent) -> ReplaceOneFromAddRemove:
 
 
 def to_dp_accounting(event: DpEvent) -> Any:
-    """Export an event to dp-accounting's ``DpEvent`` (``dp_accounting.dp_event``).
+    """Export an event to dp-accounting's ``DpEvent`` (``dp_accounting.dp_event``), for an accountant built with
+    the event's own relation (``NeighboringRelation.REPLACE_ONE`` or ``ADD_OR_REMOVE_ONE``).
 
-    Pure eps-DP steps (Laplace, report-noisy-max, exponential mechanism) become ``RandomizedResponseDpEvent``
-    with two buckets and noise parameter 2/(1 + e^eps), the dominating pair of eps-DP (its privacy loss is
-    +-eps), under replace-one; a replace-one Laplace step is *not* a ``LaplaceDpEvent`` (dp-accounting reads
-    that as add/remove with sensitivity 1). Generalized Gaussian events have no dp-accounting counterpart and
-    raise ``ValueError``; so do relation conversions.
+    dp-accounting states noise multipliers relative to the *add/remove* sensitivity and, under ``REPLACE_ONE``,
+    doubles the sensitivity (a replacement moves a sum by twice a clipped record). Here a noise multiplier is
+    relative to the sensitivity under the event's own relation, so a replace-one ``GaussianEvent(m)`` becomes
+    ``GaussianDpEvent(2 m)``. Pure eps-DP steps (Laplace, report-noisy-max, exponential mechanism) become, under
+    replace-one, ``RandomizedResponseDpEvent`` with two buckets and noise parameter 2/(1 + e^eps), the dominating
+    pair of eps-DP (its privacy loss is +-eps), and under add/remove ``LaplaceDpEvent(1/eps)``. Generalized
+    Gaussian events have no dp-accounting counterpart and raise ``ValueError``; so do parallel blocks and
+    relation conversions.
     """
     from dp_accounting import dp_event as de
 
+    replace = event.relation == REPLACE_ONE
     if isinstance(event, (LaplaceEvent, ExponentialEvent)):
+        if not replace:
+            return de.LaplaceDpEvent(1.0 / event.epsilon)
         # 2/(1 + e^eps) written as exp(log 2 - logaddexp(0, eps)): no overflow at large eps.
         p = math.exp(math.log(2.0) - (event.epsilon + math.log1p(math.exp(-event.epsilon))))
         return de.RandomizedResponseDpEvent(noise_parameter=p, num_buckets=2)
     if isinstance(event, GaussianEvent):
-        return de.GaussianDpEvent(event.noise_multiplier)
+        return de.GaussianDpEvent(event.noise_multiplier * (2.0 if replace else 1.0))
     if isinstance(event, SubsampledGaussianEvent):
         return de.PoissonSampledDpEvent(event.sampling_rate, de.GaussianDpEvent(event.noise_multiplier))
     if isinstance(event, SelfComposedEvent):
