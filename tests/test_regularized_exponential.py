@@ -184,11 +184,11 @@ def test_proximal_sampler_steps_closed_form():
     # eta = 1/(d (L - m)) = 1/(2*3); LSI: log(osc/(2 tau^2)) / (2 log(1 + eta m)) beats the Poincare route
     # (pi^2/D^2 < m for D = 10); with m = 0 only the Poincare route applies
     st = proximal_sampler_steps(m=1.0, L=4.0, d=2, diameter=10.0, osc_bound=10.0, tv_target=1e-2)
-    assert st.eta == pytest.approx(1 / 6)
+    assert st.step_size == pytest.approx(1 / 6)
     n_lsi = math.log(10.0 / (2e-4)) / (2 * math.log1p(1 / 6))
     assert st.route == "lsi" and st.n_steps == math.ceil(n_lsi)
     pure = proximal_sampler_steps(m=0.0, L=4.0, d=2, diameter=2.0, osc_bound=10.0, tv_target=1e-2)
-    n_pi = (10.0 + math.log(1 / (4e-4))) / (2 * math.log1p(pure.eta * math.pi**2 / 4))
+    n_pi = (10.0 + math.log(1 / (4e-4))) / (2 * math.log1p(pure.step_size * math.pi**2 / 4))
     assert pure.route == "poincare" and pure.n_steps == math.ceil(n_pi)
 
 

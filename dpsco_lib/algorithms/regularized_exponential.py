@@ -74,7 +74,12 @@ from dpsco_lib._validation import (
     check_rng,
 )
 from dpsco_lib.algorithms._result import Result
-from dpsco_lib.algorithms.samplers import boundary_curvature, default_eta, proximal_sampler, proximal_sampler_steps
+from dpsco_lib.algorithms.samplers import (
+    boundary_curvature,
+    default_step_size,
+    proximal_sampler,
+    proximal_sampler_steps,
+)
 from dpsco_lib.geometry.sets import FeasibleSet
 from dpsco_lib.privacy.accounting import PrivacyLedger
 from dpsco_lib.privacy.accounting.budget import check_accountant, gaussian_noise_multiplier
@@ -245,7 +250,7 @@ def sample_regularized_exponential(
     n_samples: int = 1,
     n_steps: int | None = None,
     tv_target: float = 1e-3,
-    eta: float | None = None,
+    step_size: float | None = None,
     return_info: bool = False,
 ) -> np.ndarray | tuple[np.ndarray, dict]:
     r"""Draw ``n_samples`` independent samples of :math:`\nu \propto \exp(-k(f(x; D) + \mu\|x\|^2/2))` on K.
@@ -256,8 +261,9 @@ def sample_regularized_exponential(
     :math:`\mathrm{TV}(\text{law of each sample}, \nu) \le` ``tv_target`` from a uniform start on K, using
     :math:`\mathrm{osc}_K U \le k(G D + \mu R_K^2/2)` (:func:`~dpsco_lib.algorithms.samplers.proximal_sampler_steps`).
     ``mu = 0`` (the pure exponential mechanism) is allowed; the certificate then uses the Poincaré route.
-    The step defaults to :func:`~dpsco_lib.algorithms.samplers.default_eta` with the boundary curvature at the
-    constrained mode (efficiency only; any eta leaves the law exact and the certificate valid).
+    The step ``step_size`` (eta) defaults to :func:`~dpsco_lib.algorithms.samplers.default_step_size` with the
+    boundary curvature at the constrained mode (efficiency only; any step leaves the law exact and the certificate
+    valid).
     ``n_steps`` overrides the certified number of steps (then ``info["tv_bound"]`` is NaN unless it is larger).
 
     Returns an ``(n_samples, d)`` array (and an info dict with ``return_info``). Spec R1.
@@ -292,13 +298,14 @@ def sample_regularized_exponential(
     def grad_U(X: np.ndarray) -> np.ndarray:
         return k * (grad(X) + mu * X)
 
-    if eta is None:
-        eta = default_eta(m, L, problem.d, boundary_curvature(grad_U, K, L=L))
+    if step_size is None:
+        eta = default_step_size(m, L=L, d=problem.d, boundary=boundary_curvature(grad_U, K, L=L))
     else:
-        eta = check_positive(eta, "eta")
-    steps = proximal_sampler_steps(m=m, L=L, d=problem.d, diameter=D, osc_bound=osc, tv_target=tv_target, eta=eta)
+        eta = check_positive(step_size, "step_size")
+    steps = proximal_sampler_steps(m=m, L=L, d=problem.d, diameter=D, osc_bound=osc, tv_target=tv_target,
+                                   step_size=eta)
     n_run = steps.n_steps if n_steps is None else check_int(n_steps, "n_steps", lo=1)
-    x, sinfo = proximal_sampler(U, grad_U, K, m=m, L=L, rng=rng, n_chains=n_samples, n_steps=n_run, eta=eta)
+    x, sinfo = proximal_sampler(U, grad_U, K, m=m, L=L, rng=rng, n_chains=n_samples, n_steps=n_run, step_size=eta)
     if not return_info:
         return x
     info = {
@@ -396,7 +403,7 @@ def run_regularized_exponential_mechanism(
     )
     return Result(
         x=x[0],
-        params={"k": k_used, "mu": mu_used, "n_steps": sinfo["n_steps"], "eta": sinfo["eta"],
+        params={"k": k_used, "mu": mu_used, "n_steps": sinfo["n_steps"], "step_size": sinfo["step_size"],
                 "accountant": accountant},
         ledger=ledger,
         info={
@@ -447,7 +454,7 @@ def run_pure_exponential_mechanism(
     ledger.record_pure(epsilon, label="exponential mechanism (pure DP)")
     return Result(
         x=x[0],
-        params={"k": k, "mu": 0.0, "n_steps": sinfo["n_steps"], "eta": sinfo["eta"]},
+        params={"k": k, "mu": 0.0, "n_steps": sinfo["n_steps"], "step_size": sinfo["step_size"]},
         ledger=ledger,
         info={
             "method": "pure exponential mechanism",

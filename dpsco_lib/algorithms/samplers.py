@@ -26,7 +26,7 @@ residual (a normal vector of K at :math:`\hat x`), so :math:`K \subseteq H` (:ma
 proposals outside K, and accept with probability :math:`e^{-(g_y(x) - h(x))} \le 1`. An accepted draw has
 density :math:`\propto e^{-g_y}` on K **exactly**, whatever the accuracy of :math:`\hat x` (which only
 affects the acceptance rate). The half-space keeps the proposals close to the boundary when the
-constrained mode lies on it. Default step: :func:`default_eta`, :math:`\eta = 1/(d\max(L - m, b))` with b
+constrained mode lies on it. Default step: :func:`default_step_size`, :math:`\eta = 1/(d\max(L - m, b))` with b
 the boundary curvature of :func:`boundary_curvature`; the acceptance rate is then of order :math:`e^{-1/2}`.
 
 **Stated accuracy** (what the library certifies). Let :math:`\rho_N` be the law after :math:`N` steps.
@@ -63,7 +63,13 @@ from scipy import special
 from dpsco_lib._validation import check_in_range, check_int, check_positive, check_rng
 from dpsco_lib.geometry.sets import FeasibleSet
 
-__all__ = ["ProximalSamplerSteps", "boundary_curvature", "default_eta", "proximal_sampler", "proximal_sampler_steps"]
+__all__ = [
+    "ProximalSamplerSteps",
+    "boundary_curvature",
+    "default_step_size",
+    "proximal_sampler",
+    "proximal_sampler_steps",
+]
 
 Potential = Callable[[np.ndarray], np.ndarray]
 """Maps an (m, d) array of points to the (m,) values (or (m, d) gradients) of U."""
@@ -77,8 +83,8 @@ class ProximalSamplerSteps:
 
     Attributes
     ----------
-    eta : float
-        Gaussian step of the proximal sampler.
+    step_size : float
+        Gaussian step eta of the proximal sampler.
     n_steps : int
         Number of steps certifying ``TV(rho_N, pi) <= tv_target``.
     route : str
@@ -88,7 +94,7 @@ class ProximalSamplerSteps:
     tv_target : float
     """
 
-    eta: float
+    step_size: float
     n_steps: int
     route: str
     kl0_bound: float
@@ -101,7 +107,7 @@ def boundary_curvature(U_grad: Potential, feasible_set: FeasibleSet, *, L: float
     :math:`x^\star \approx \arg\min_K U` by ``n_iter`` projected-gradient steps (step 1/L) from the centre;
     :math:`R_K` = ``center_radius(2)``. When the mode sits on the boundary, the law near it looks like
     :math:`e^{-F s}` in the inward depth s with F the outward force, and the sphere's curvature turns this into
-    a quadratic of curvature about :math:`F/R_K` in the tangential directions; :func:`default_eta` uses it so
+    a quadratic of curvature about :math:`F/R_K` in the tangential directions; :func:`default_step_size` uses it so
     that RGO proposals stay inside K. It affects efficiency only, never the stationary law.
     """
     x = feasible_set.center()[None, :]
@@ -115,7 +121,7 @@ def boundary_curvature(U_grad: Potential, feasible_set: FeasibleSet, *, L: float
     return force / feasible_set.center_radius(2.0)
 
 
-def default_eta(m: float, L: float, d: int, boundary: float = 0.0) -> float:
+def default_step_size(m: float, *, L: float, d: int, boundary: float = 0.0) -> float:
     r"""Default step :math:`\eta = 1/(d\,\max(L - m, b))` with b = ``boundary`` (:func:`boundary_curvature`),
     capped at :math:`10^3/m`; the RGO acceptance rate is then about :math:`e^{-1/2}` or better."""
     gap = max(L - m, boundary)
@@ -135,7 +141,7 @@ def proximal_sampler_steps(
     diameter: float,
     osc_bound: float,
     tv_target: float = 1e-3,
-    eta: float | None = None,
+    step_size: float | None = None,
 ) -> ProximalSamplerSteps:
     r"""Step size and number of steps with a certified total-variation accuracy (Chen et al. 2022).
 
@@ -159,8 +165,8 @@ def proximal_sampler_steps(
         Upper bound on :math:`\max_K U - \min_K U` (> 0).
     tv_target : float
         Target total-variation distance in (0, 1).
-    eta : float, optional
-        Override the step size.
+    step_size : float, optional
+        Override the step size eta.
     """
     m = check_positive(m, "m", allow_zero=True)
     L = check_positive(L, "L")
@@ -170,14 +176,14 @@ def proximal_sampler_steps(
     diameter = check_positive(diameter, "diameter")
     osc = max(check_positive(osc_bound, "osc_bound", allow_zero=True), 1e-12)
     tau = check_in_range(tv_target, "tv_target", 0.0, 1.0, lo_inclusive=False, hi_inclusive=False)
-    eta = default_eta(m, L, d) if eta is None else check_positive(eta, "eta")
+    eta = default_step_size(m, L=L, d=d) if step_size is None else check_positive(step_size, "step_size")
     n_lsi = math.inf
     if m > 0:
         n_lsi = math.log(max(osc / (2 * tau**2), 1.0)) / (2 * math.log1p(eta * m))
     n_pi = (osc + math.log(max(1.0 / (4 * tau**2), 1.0))) / (2 * math.log1p(eta * math.pi**2 / diameter**2))
     route = "lsi" if n_lsi <= n_pi else "poincare"
     n = max(1, math.ceil(min(n_lsi, n_pi)))
-    return ProximalSamplerSteps(eta=eta, n_steps=int(n), route=route, kl0_bound=osc, tv_target=tau)
+    return ProximalSamplerSteps(step_size=eta, n_steps=int(n), route=route, kl0_bound=osc, tv_target=tau)
 
 
 def _rgo(
@@ -260,7 +266,7 @@ def proximal_sampler(
     rng: np.random.Generator,
     n_chains: int,
     n_steps: int,
-    eta: float | None = None,
+    step_size: float | None = None,
     x0: np.ndarray | None = None,
     n_inner: int = 2,
     max_rounds: int = 10_000,
@@ -277,8 +283,8 @@ def proximal_sampler(
         Strong convexity (>= 0) and smoothness (> 0, >= m) of U.
     rng : numpy.random.Generator
     n_chains, n_steps : int
-    eta : float, optional
-        Step size; default :math:`1/(d(L-m))` (capped at :math:`10^3/m`).
+    step_size : float, optional
+        Step eta; default :math:`1/(d(L-m))` (capped at :math:`10^3/m`).
     x0 : ndarray (n_chains, d), optional
         Start points in K; default i.i.d. ``feasible_set.random_point`` (uniform for balls), which is the
         start the accuracy certificate of :func:`proximal_sampler_steps` assumes.
@@ -292,7 +298,7 @@ def proximal_sampler(
     x : ndarray (n_chains, d)
         Final states.
     info : dict
-        ``eta``, ``n_steps``, ``mean_rounds`` (rejection rounds per step, averaged).
+        ``step_size``, ``n_steps``, ``mean_rounds`` (rejection rounds per step, averaged).
     """
     rng = check_rng(rng)
     m = check_positive(m, "m", allow_zero=True)
@@ -304,7 +310,7 @@ def proximal_sampler(
     n_inner = check_int(n_inner, "n_inner", lo=1)
     max_rounds = check_int(max_rounds, "max_rounds", lo=1)
     d = feasible_set.d
-    eta = default_eta(m, L, d) if eta is None else check_positive(eta, "eta")
+    eta = default_step_size(m, L=L, d=d) if step_size is None else check_positive(step_size, "step_size")
     if x0 is None:
         x = np.asarray(feasible_set.random_point(rng, size=n_chains), dtype=np.float64).reshape(n_chains, d)
     else:
@@ -329,4 +335,4 @@ def proximal_sampler(
             max_rounds=max_rounds,
         )
         total_rounds += rounds
-    return x, {"eta": eta, "n_steps": n_steps, "mean_rounds": total_rounds / max(n_steps, 1)}
+    return x, {"step_size": eta, "n_steps": n_steps, "mean_rounds": total_rounds / max(n_steps, 1)}
