@@ -13,7 +13,7 @@ from dpsco_lib.algorithms.vr_frank_wolfe import (
     records_used,
     run_private_vr_frank_wolfe,
     tree_batch_schedule,
-    tree_depth_budgets,
+    tree_depth_epsilons,
     tree_ledger,
     vr_frank_wolfe_theory_params,
 )
@@ -91,16 +91,17 @@ def test_a_priori_scales_bound_realized_ones():
 
 
 def test_budgets_pure_dp_closed_form():
-    e, cert = tree_depth_budgets(2.0, 0.0, 3)
+    e = tree_depth_epsilons(2.0, 0.0, 3)
     np.testing.assert_allclose(e, [2.0 / 8, 2.0 / 4, 2.0 / 2, 2.0])
-    assert cert == pytest.approx(2.0)
+    assert tree_ledger(e, 3).epsilon(0.0) == pytest.approx(2.0)
 
 
 @pytest.mark.parametrize("eps", [0.05, 1.0, 5.0])
 @pytest.mark.parametrize("delta", [1e-9, 1e-5])
 @pytest.mark.parametrize("k", [1, 4, 10])
 def test_budgets_meet_target_tightly(eps, delta, k):
-    e, cert = tree_depth_budgets(eps, delta, k)
+    e = tree_depth_epsilons(eps, delta, k)
+    cert = tree_ledger(e, k).epsilon(delta)
     assert cert <= eps and cert >= 0.99 * eps  # never above the target, and not wasteful
     assert np.all(np.diff(e) > 0)  # fewer influenced selections -> larger per-selection budget
     # each depth's own sequential composition is within the target (DRV or basic)
@@ -109,17 +110,22 @@ def test_budgets_meet_target_tightly(eps, delta, k):
         assert min(m * ej, advanced_composition_epsilon(float(ej), k=m, delta_prime=delta)) <= eps * (1 + 1e-12)
     led = tree_ledger(e, k)
     assert led.total_count == sum(2 ** (k - j) for j in range(k + 1))
-    assert led.epsilon(delta) == pytest.approx(cert)
+    # a single accountant certifies its own calibration; "paper" has no closed form for the tree
+    e_rdp = tree_depth_epsilons(eps, delta, k, accountant="rdp")
+    assert tree_ledger(e_rdp, k).epsilon(delta, "rdp") <= eps
+    with pytest.raises(ValueError, match="paper"):
+        tree_depth_epsilons(eps, delta, k, accountant="paper")
 
 
 def test_theory_params_default_depth():
     p = vr_frank_wolfe_theory_params(100_000, 200, 1.0, 1e-6, 3.0, 1.0, 2.0)
     t_star = (1.0 * 100_000 / (math.log(200) * math.sqrt(math.log(1e6)))) ** (2 / 3)
-    assert p["depth"] == round(math.log2(t_star))
-    assert p["records_used"] <= 100_000
-    assert p["laplace_scale_root"] == pytest.approx(2 * 3.0 * 2.0 / p["batch_size"] / p["depth_epsilons"][0])
+    assert p.depth == round(math.log2(t_star)) and p.accountant == "best"
+    assert p.records_used <= 100_000
+    assert p.laplace_scale_root == pytest.approx(2 * 3.0 * 2.0 / p.batch_size / p.depth_epsilons[0])
+    assert p.as_dict()["depth"] == p.depth
     small = vr_frank_wolfe_theory_params(10, 5, 100.0, 1e-6, 1.0, 1.0, 1.0)
-    assert 2 ** small["depth"] <= small["batch_size"]  # clipped to the deepest feasible tree
+    assert 2 ** small.depth <= small.batch_size  # clipped to the deepest feasible tree
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -132,8 +138,8 @@ def test_ledger_certifies_target(eps, delta, n):
     pr = hard_least_squares(1.0, 6, set_kind="l1ball")
     data = pr.sample(n, np.random.default_rng(n))
     res = run_private_vr_frank_wolfe(pr, data, epsilon=eps, delta=delta, rng=np.random.default_rng(1))
-    assert res.ledger.epsilon(delta) <= eps
-    assert res.ledger.epsilon(delta) >= 0.99 * eps
+    assert res.certified_epsilon(delta) <= eps
+    assert res.certified_epsilon(delta) >= 0.99 * eps
     assert res.params["records_used"] <= n
 
 
@@ -288,6 +294,8 @@ def small():
         ({"rng": 3}, "rng"),
         ({"_noise_multiplier": 0.0}, "_noise_multiplier"),
         ({"distance": "exact"}, "distance"),
+        ({"accountant": "budget"}, "accountant"),
+        ({"accountant": "paper"}, "paper"),
     ],
 )
 def test_invalid_hyperparameters(small, kwargs, match):

@@ -73,9 +73,9 @@ from dpsco_lib._validation import check_delta, check_epsilon, check_in_range, ch
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.algorithms.vr_frank_wolfe import (
     DISTANCES,
-    _max_depth,
     a_priori_distances,
     fw_weights,
+    max_tree_depth,
     tree_batch_schedule,
 )
 from dpsco_lib.geometry.norms import dual_exponent, regularity_constant, smooth_dual_exponent
@@ -194,7 +194,7 @@ def gg_vr_sfw_theory_params(
         if step_size is not None:
             step_size = check_in_range(step_size, "step_size", 0.0, 1.0, lo_inclusive=False)
         if depth is None:
-            k = _max_depth(n)
+            k = max_tree_depth(n)
             if k < 1:
                 raise ValueError(f"n={n} is too small for a tree of depth >= 1")
             if batch_size is not None:

@@ -54,11 +54,14 @@ so for every record (in vertex ``u`` at depth ``j``) each of its ``m_j`` selecti
 past (report noisy min with the general, non-monotone scale ``2 s/eps``), and the other selections cost
 nothing. The run is therefore a *parallel* composition over the disjoint batches of sequential compositions
 of ``m_j`` pure ``eps_j`` steps; the ledger records exactly that (:meth:`PrivacyLedger.parallel`, one part
-per depth; all vertices of one depth have identical parts). The per-depth budgets are
-``eps_j(theta) = max(theta/m_j, eps_adv(theta, delta, m_j))`` (``eps_adv`` = the exact DRV10 per-step
-solver), and ``theta`` is the largest value (bisection) for which ``ledger.epsilon(delta) <= epsilon``: the
-calibration comes from the accountant, and the ledger certifies the target. ``delta = 0``:
-``eps_j = epsilon/m_j`` (basic composition, pure DP).
+per depth; all vertices of one depth have identical parts). The per-depth budgets come from the budget path,
+:func:`~dpsco_lib.privacy.accounting.budget.parallel_per_step_epsilons`: ``eps_j(theta) = max(theta/m_j,
+eps_DRV(theta, m_j))`` (the budget with which depth ``j`` alone certifies ``theta`` by basic or DRV10
+composition), and ``theta`` is the largest value for which the run's ledger certifies ``epsilon`` under the
+chosen ``accountant`` (``"best"`` by default: the tightest valid accountant of the parallel event, which is also
+the accountant the library has always certified this tree with; ``"rdp"``, ``"advanced"``, ``"basic"``,
+``"kov"`` certify with that one alone, usually with a smaller ``theta``; ``"paper"`` has no closed form here and
+raises). ``delta = 0``: ``eps_j = epsilon/m_j`` (basic composition, pure DP).
 
 Rate (AFKT21, as stated in seed 000): ``O((L0 D + L1 D^2) sqrt(ln|V|/n) ln n + L1 D^2 (ln|V| ln^2 n
 ln(1/delta)/(eps n))^{2/3})`` with ``T ~ (eps n / (ln|V| sqrt(ln(1/delta))))^{2/3}`` leaves (the default).
@@ -73,26 +76,39 @@ The library works in the idealized real-arithmetic model with float64 noise from
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
-from dpsco_lib._validation import check_delta, check_epsilon, check_in_range, check_int, check_positive, check_rng
+from dpsco_lib._validation import (
+    ParameterTypeError,
+    check_bool,
+    check_delta,
+    check_epsilon,
+    check_in_range,
+    check_int,
+    check_positive,
+    check_rng,
+)
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.geometry.norms import lp_norm
 from dpsco_lib.geometry.sets import vertex_oracle
-from dpsco_lib.privacy.accounting import PrivacyLedger, advanced_composition_per_step_epsilon
+from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.budget import check_accountant, parallel_per_step_epsilons
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
 
 __all__ = [
     "DISTANCES",
+    "VrFrankWolfeParams",
     "a_priori_distances",
     "fw_weights",
+    "max_tree_depth",
     "records_used",
     "run_private_vr_frank_wolfe",
     "tree_batch_schedule",
-    "tree_depth_budgets",
+    "tree_depth_epsilons",
     "tree_ledger",
     "vr_frank_wolfe_theory_params",
 ]
@@ -106,7 +122,7 @@ def records_used(depth: int, batch_size: int) -> int:
     return batch_size + sum((1 << (j - 1)) * (batch_size >> j) for j in range(1, depth + 1))
 
 
-def _max_depth(n: int) -> int:
+def max_tree_depth(n: int) -> int:
     """Largest k >= 1 with 2^k <= floor(n / (1 + k/2)) (every batch non-empty), or 0 if none."""
     best = 0
     for k in range(1, 64):
@@ -153,7 +169,7 @@ def tree_batch_schedule(n: int, depth: int, batch_size: int | None = None) -> di
     if b < (1 << k):
         raise ValueError(
             f"batch_size must be >= 2^depth = {1 << k} so that every vertex batch floor(b/2^j) is non-empty; got "
-            f"batch_size={b} (n={n}, depth={k}); use a smaller depth (largest feasible for this n: {_max_depth(n)})"
+            f"batch_size={b} (n={n}, depth={k}); use a smaller depth (largest feasible for this n: {max_tree_depth(n)})"
         )
     used = records_used(k, b)
     if used > n:
@@ -192,57 +208,73 @@ def tree_ledger(depth_epsilons: np.ndarray, depth: int) -> PrivacyLedger:
     return PrivacyLedger.parallel(*parts, label="disjoint tree batches (Spec F2): worst depth")
 
 
-def _depth_eps(theta: float, delta: float, depth: int) -> np.ndarray:
-    out = np.empty(depth + 1)
-    for j in range(depth + 1):
-        m = 1 << (depth - j)
-        e = theta / m
-        if delta > 0 and m > 1:
-            e = max(e, advanced_composition_per_step_epsilon(theta, delta_total=delta, k=m))
-        out[j] = e
-    return out
+def tree_depth_epsilons(epsilon: float, delta: float, depth: int, *, accountant: str = "best") -> np.ndarray:
+    r"""Per-depth per-selection budgets ``eps_j``, ``j = 0..k``, of the tree of Spec F2 (module docstring).
 
-
-def tree_depth_budgets(epsilon: float, delta: float, depth: int) -> tuple[np.ndarray, float]:
-    r"""Per-depth per-selection budgets ``eps_j`` of Spec F2 and the certified epsilon of the run.
-
-    ``eps_j(theta) = max(theta/m_j, eps_adv(theta, delta, m_j))``, ``m_j = 2^(k - j)``; ``theta`` is the largest
-    value (bisection, 60 halvings) with ``tree_ledger(eps(theta)).epsilon(delta) <= epsilon``. With
-    ``delta = 0`` this is ``eps_j = epsilon / m_j`` exactly.
-
-    Returns
-    -------
-    (eps_j for j = 0..k, certified epsilon)
+    Depth ``j`` runs ``m_j = 2^(k - j)`` selections per record; the budgets are
+    :func:`~dpsco_lib.privacy.accounting.budget.parallel_per_step_epsilons` of the counts ``m_j``, so that
+    ``tree_ledger(eps_j, k).epsilon(delta, accountant) <= epsilon`` (``delta = 0``: ``eps_j = epsilon/m_j``, basic
+    composition, for every accountant).
     """
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
     k = check_int(depth, "depth", lo=0, hi=62)
-
-    def cert(theta: float) -> float:
-        return tree_ledger(_depth_eps(theta, delta, k), k).epsilon(delta)
-
-    if delta == 0:
-        e = _depth_eps(epsilon, 0.0, k)
-        return e, cert(epsilon)
-    lo, hi = 0.0, epsilon
-    if cert(hi) <= epsilon:
-        lo = hi
-    else:
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            if cert(mid) <= epsilon:
-                lo = mid
-            else:
-                hi = mid
-    if lo <= 0:  # pragma: no cover - cert(theta) -> 0 as theta -> 0, so a positive theta always exists
-        raise RuntimeError("could not find a per-depth budget meeting the target")
-    e = _depth_eps(lo, delta, k)
-    return e, cert(lo)
+    accountant = check_accountant(accountant)
+    counts = tuple(1 << (k - j) for j in range(k + 1))
+    eps_j, _ = parallel_per_step_epsilons(counts, epsilon=epsilon, delta=delta,
+                                          accountant="basic" if delta == 0 else accountant)
+    return np.array(eps_j, dtype=np.float64)
 
 
 # ---------------------------------------------------------------------------------------------------------
 # parameters
 # ---------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VrFrankWolfeParams:
+    """Hyperparameters of the tree Frank-Wolfe of Spec F2 (:func:`vr_frank_wolfe_theory_params`).
+
+    Attributes
+    ----------
+    depth, T : int
+        Tree depth ``k`` and number of leaves (selections) ``T = 2^k``.
+    batch_size : int
+        Root batch ``b``.
+    batch_sizes : ndarray of int
+        ``b_j = floor(b/2^j)``, ``j = 0..k``.
+    records_used : int
+        ``b + sum_j 2^(j-1) b_j``.
+    depth_epsilons : ndarray
+        Per-selection budget ``eps_j`` of a record in a depth-``j`` batch (:func:`tree_depth_epsilons`).
+    selections_per_record : ndarray of int
+        ``m_j = 2^(k-j)``.
+    step_size : float or None
+        Constant ``eta``, or None for the decaying ``2/(t + 2)``.
+    accountant : str
+        The accountant that calibrated ``depth_epsilons`` (``"basic"`` when delta = 0).
+    sensitivity_root, laplace_scale_root : float
+        ``L0 D / b`` and ``2 L0 D / (b eps_0)``.
+    rate_bound : float
+        The AFKT21 bound (module docstring), constant 1.
+    """
+
+    depth: int
+    T: int
+    batch_size: int
+    batch_sizes: np.ndarray
+    records_used: int
+    depth_epsilons: np.ndarray
+    selections_per_record: np.ndarray
+    step_size: float | None
+    accountant: str
+    sensitivity_root: float
+    laplace_scale_root: float
+    rate_bound: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (``Result.params`` of a run)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
 def vr_frank_wolfe_theory_params(
     n: int,
     num_vertices: int,
@@ -255,7 +287,8 @@ def vr_frank_wolfe_theory_params(
     depth: int | None = None,
     batch_size: int | None = None,
     step_size: float | None = None,
-) -> dict[str, Any]:
+    accountant: str = "best",
+) -> VrFrankWolfeParams:
     r"""Hyperparameters of the private VR Frank-Wolfe of Spec F2 (AFKT21) and its rate bound.
 
     Default depth: ``k = round(log2 T*)`` with ``T* = (eps n / (ln|V| sqrt(ln(1/delta))))^{2/3}`` (the balance
@@ -275,13 +308,13 @@ def vr_frank_wolfe_theory_params(
         Override the tree depth ``k`` and root batch ``b``.
     step_size : float, optional
         Constant ``eta`` in (0, 1]; default the decaying ``eta_t = 2/(t + 2)``.
+    accountant : str
+        The accountant that calibrates the per-depth budgets and certifies the run (module docstring):
+        ``"best"`` (default; the tightest valid accountant), ``"rdp"``, ``"advanced"``, ``"kov"``, ``"basic"``.
 
     Returns
     -------
-    dict
-        ``depth``, ``T``, ``batch_size``, ``batch_sizes``, ``records_used``, ``depth_epsilons`` (eps_j),
-        ``selections_per_record`` (m_j), ``certified_epsilon``, ``step_size`` (None = decaying),
-        ``sensitivity_root`` (L0 D/b), ``laplace_scale_root``, ``rate_bound``.
+    VrFrankWolfeParams
     """
     n = check_int(n, "n", lo=4)
     nv = check_int(num_vertices, "num_vertices", lo=2)
@@ -290,11 +323,12 @@ def vr_frank_wolfe_theory_params(
     L0 = check_positive(L0, "L0")
     L1 = check_positive(L1, "L1", allow_zero=True)
     D = check_positive(D, "D")
+    accountant = check_accountant(accountant)
     if step_size is not None:
         step_size = check_in_range(step_size, "step_size", 0.0, 1.0, lo_inclusive=False)
     log_v = math.log(nv)
     log_delta = math.log(1.0 / delta) if delta > 0 else 1.0
-    kmax = _max_depth(n)
+    kmax = max_tree_depth(n)
     if kmax < 1:
         raise ValueError(f"n={n} is too small for a tree of depth >= 1 (need n >= 4)")
     if depth is None:
@@ -305,26 +339,18 @@ def vr_frank_wolfe_theory_params(
     else:
         k = check_int(depth, "depth", lo=1, hi=62)
     sched = tree_batch_schedule(n, k, batch_size)
-    eps_j, cert = tree_depth_budgets(epsilon, delta, k)
+    eps_j = tree_depth_epsilons(epsilon, delta, k, accountant=accountant)
     b = sched["batch_size"]
     s_root = L0 * D / b
     rate = (L0 * D + L1 * D * D) * math.sqrt(log_v / n) * math.log(n) + L1 * D * D * (
         log_v * math.log(n) ** 2 * log_delta / (epsilon * n)
     ) ** (2.0 / 3.0)
-    return {
-        "depth": k,
-        "T": sched["T"],
-        "batch_size": b,
-        "batch_sizes": sched["batch_sizes"],
-        "records_used": sched["records_used"],
-        "depth_epsilons": eps_j,
-        "selections_per_record": np.array([1 << (k - j) for j in range(k + 1)], dtype=np.int64),
-        "certified_epsilon": cert,
-        "step_size": step_size,
-        "sensitivity_root": s_root,
-        "laplace_scale_root": 2.0 * s_root / float(eps_j[0]),
-        "rate_bound": rate,
-    }
+    return VrFrankWolfeParams(
+        depth=k, T=sched["T"], batch_size=b, batch_sizes=sched["batch_sizes"], records_used=sched["records_used"],
+        depth_epsilons=eps_j, selections_per_record=np.array([1 << (k - j) for j in range(k + 1)], dtype=np.int64),
+        step_size=step_size, accountant="basic" if delta == 0 else accountant, sensitivity_root=s_root,
+        laplace_scale_root=2.0 * s_root / float(eps_j[0]), rate_bound=rate,
+    )
 
 
 def _step_sizes(T: int, step_size: float | None) -> np.ndarray:
@@ -363,6 +389,97 @@ def fw_weights(etas: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------------------
 # the algorithm
 # ---------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Setup:
+    data: Dataset
+    n_vertices: int
+    scores_of: Any
+    move: Any
+    D: float
+    params: VrFrankWolfeParams
+    sched: dict[str, Any]
+    etas: np.ndarray
+    noise_mult: float
+
+
+def _setup(problem: Problem, data: Dataset, epsilon: float, delta: float, rng: Any, depth: int | None,
+           batch_size: int | None, step_size: float | None, accountant: str, distance: str, trace: bool,
+           noise_multiplier: float) -> _Setup:
+    if not isinstance(problem, Problem):
+        raise ParameterTypeError(f"problem must be a dpsco_lib.problems.Problem, got {type(problem).__name__}")
+    check_rng(rng)
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
+    check_accountant(accountant)
+    check_bool(trace, "trace")
+    noise_mult = check_positive(noise_multiplier, "_noise_multiplier")
+    if distance not in DISTANCES:
+        raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}")
+    try:
+        n_vertices, scores_of, move = vertex_oracle(problem.feasible_set)
+    except (ValueError, TypeError, NotImplementedError) as exc:
+        raise ValueError(f"problem must have a polytope feasible set with a vertex oracle: {exc}") from exc
+    data = problem.validate_data(data)
+    if data.n < 4:
+        raise ValueError(f"data must hold n >= 4 records for a tree of depth >= 1, got {data.n}")
+    D = float(problem.feasible_set.diameter(problem.p))
+    params = vr_frank_wolfe_theory_params(
+        data.n, n_vertices, epsilon, delta, float(problem.L0), float(problem.L1), D, depth=depth,
+        batch_size=batch_size, step_size=step_size, accountant=accountant,
+    )
+    sched = tree_batch_schedule(data.n, params.depth, params.batch_size)
+    etas = _step_sizes(params.T, params.step_size)
+    return _Setup(data, n_vertices, scores_of, move, D, params, sched, etas, noise_mult)
+
+
+def _tree_loop(problem: Problem, st: _Setup, rng: np.random.Generator, distance: str) -> dict[str, Any]:
+    """The depth-first traversal of the tree: one report-noisy-min selection and one FW step per leaf."""
+    prm, data, D = st.params, st.data, st.D
+    k, T, b, eps_j = prm.depth, prm.T, prm.batch_size, prm.depth_epsilons
+    sizes, leaf_depth, offsets = st.sched["batch_sizes"], st.sched["leaf_depth"], st.sched["offsets"]
+    L0, L1 = float(problem.L0), float(problem.L1)
+    prior_dist = a_priori_distances(st.etas, leaf_depth, k, D)
+    mean_grad = problem._mean_grad  # records validated above; iterates feasible by construction
+    x = np.asarray(problem.feasible_set.center(), dtype=np.float64).copy()
+    est: list[np.ndarray] = [np.zeros(0)] * (k + 1)
+    start: list[np.ndarray] = [x] * (k + 1)
+    need: list[float] = [0.0] * (k + 1)  # required Laplace scale from the data vertices down to depth j
+    out = {"scales": np.empty(T), "selected": np.empty(T, dtype=np.int64), "sel_err": np.empty(T),
+           "noise_max": np.empty(T), "dists": np.zeros(T)}  # noise_max: 2 lambda_t max_v |L_{t,v}|
+    noise = rng.laplace(0.0, 1.0, size=(min(T, max(1, 4_000_000 // st.n_vertices)), st.n_vertices))
+    block = noise.shape[0]
+    for t in range(T):
+        j = int(leaf_depth[t])
+        batch = data[int(offsets[t]):int(offsets[t + 1])]
+        if t == 0:
+            g = mean_grad(x, batch)
+            lam = 2.0 * (L0 * D / b) / eps_j[0]
+        else:
+            parent = start[j - 1]
+            g = est[j - 1] + (mean_grad(x, batch) - mean_grad(parent, batch))
+            dist = float(lp_norm(x - parent, problem.p)) if distance == "realized" else float(prior_dist[t])
+            out["dists"][t] = dist
+            lam = max(need[j - 1], 2.0 * (L1 * D * dist / sizes[j]) / eps_j[j])
+        snapshot = x.copy()
+        for jj in range(j, k + 1):  # the vertex entered and its left descendants share estimate and start
+            est[jj] = g
+            start[jj] = snapshot
+            need[jj] = lam
+        r = t % block
+        if r == 0 and t > 0:
+            noise = rng.laplace(0.0, 1.0, size=(min(block, T - t), st.n_vertices))
+        sc = st.scores_of(g)
+        lam_used = st.noise_mult * lam
+        idx = int(np.argmin(sc + lam_used * noise[r])) if lam_used > 0 else int(np.argmin(sc))
+        out["selected"][t] = idx
+        out["scales"][t] = lam_used
+        out["sel_err"][t] = float(sc[idx] - sc.min())
+        out["noise_max"][t] = 2.0 * lam_used * float(np.abs(noise[r]).max())
+        st.move(x, idx, float(st.etas[t]))
+    out["x"] = x
+    return out
+
+
 def run_private_vr_frank_wolfe(
     problem: Problem,
     data: Dataset,
@@ -374,6 +491,7 @@ def run_private_vr_frank_wolfe(
     batch_size: int | None = None,
     step_size: float | None = None,
     distance: str = "realized",
+    accountant: str = "best",
     trace: bool = False,
     _noise_multiplier: float = 1.0,
 ) -> Result:
@@ -401,6 +519,10 @@ def run_private_vr_frank_wolfe(
         Which ``||x_u - x_parent||_p`` enters a right child's sensitivity: the realized one (a function of the
         released past, so valid, and smaller) or the data-independent bound of :func:`a_priori_distances`
         (the calibration of the papers' analysis: noise scales that do not depend on the trajectory).
+    accountant : str
+        The accountant that calibrates the per-depth budgets and certifies the run: ``"best"`` (default, the
+        tightest valid accountant; the calibration of the notebooks), ``"rdp"``, ``"advanced"``, ``"kov"``,
+        ``"basic"`` (module docstring; ``"paper"`` raises ``ValueError``: no closed form for the tree).
     trace : bool
         Record the selected vertices and the Laplace scale of every leaf.
     _noise_multiplier : float
@@ -410,100 +532,36 @@ def run_private_vr_frank_wolfe(
     Returns
     -------
     Result
-        ``x = x_T``; ``params`` from :func:`vr_frank_wolfe_theory_params` (plus ``n``); ``ledger`` (parallel over
-        depths; ``ledger.epsilon(delta) <= epsilon``); ``info`` with the Laplace scales, the FW-weighted
-        selection error ``sum_t w_t (<nabla_t, v_t> - min_v <nabla_t, v>)``, the measured privacy term
-        ``private_error = sum_t w_t 2 lambda_t max_v |L_{t,v}|`` (the selection error can never exceed twice the
-        sup-norm of the score noise, whatever the scores: the p = 1 analogue of ``D ||Z||_q``, Spec F3) and
-        gradient-evaluation counts.
+        ``x = x_T``; ``params`` = :func:`vr_frank_wolfe_theory_params` ``.as_dict()`` plus ``n`` and ``distance``;
+        ``ledger`` (parallel over depths; ``result.certified_epsilon(delta, accountant) <= epsilon``); ``info`` with
+        the Laplace scales, the FW-weighted selection error ``sum_t w_t (<nabla_t, v_t> - min_v <nabla_t, v>)``,
+        the measured privacy term ``private_error = sum_t w_t 2 lambda_t max_v |L_{t,v}|`` (the selection error
+        can never exceed twice the sup-norm of the score noise, whatever the scores: the p = 1 analogue of
+        ``D ||Z||_q``, Spec F3) and gradient-evaluation counts.
     """
-    if not isinstance(problem, Problem):
-        raise ValueError(f"problem must be a dpsco_lib.problems.Problem, got {type(problem).__name__}")
-    rng = check_rng(rng)
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
-    noise_mult = check_positive(_noise_multiplier, "_noise_multiplier")
-    data = problem.validate_data(data)
-    n = data.n
-    if n < 4:
-        raise ValueError(f"data must hold n >= 4 records for a tree of depth >= 1, got {n}")
-    fset = problem.feasible_set
-    n_vertices, scores_of, move = vertex_oracle(fset)
-    D = float(fset.diameter(problem.p))
-    L0, L1 = float(problem.L0), float(problem.L1)
-    params = vr_frank_wolfe_theory_params(
-        n, n_vertices, epsilon, delta, L0, L1, D, depth=depth, batch_size=batch_size, step_size=step_size
-    )
-    k, T, b = params["depth"], params["T"], params["batch_size"]
-    sched = tree_batch_schedule(n, k, b)
-    sizes, leaf_depth, offsets = sched["batch_sizes"], sched["leaf_depth"], sched["offsets"]
-    eps_j = params["depth_epsilons"]
-    etas = _step_sizes(T, params["step_size"])
-    if distance not in DISTANCES:
-        raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}")
-    prior_dist = a_priori_distances(etas, leaf_depth, k, D)
-    mean_grad = problem._mean_grad  # records validated above; iterates feasible by construction
-    p = problem.p
-
-    x = np.asarray(fset.center(), dtype=np.float64).copy()
-    est: list[np.ndarray] = [np.zeros(0)] * (k + 1)
-    start: list[np.ndarray] = [x] * (k + 1)
-    need: list[float] = [0.0] * (k + 1)  # required Laplace scale from the data vertices down to depth j
-    scales = np.empty(T)
-    selected = np.empty(T, dtype=np.int64)
-    sel_err = np.empty(T)
-    noise_max = np.empty(T)  # 2 lambda_t max_v |L_{t,v}|: the sup-norm of the score noise, doubled
-    dists = np.zeros(T)
-    noise = rng.laplace(0.0, 1.0, size=(min(T, max(1, 4_000_000 // n_vertices)), n_vertices))
-    block = noise.shape[0]
-    for t in range(T):
-        j = int(leaf_depth[t])
-        batch = data[int(offsets[t]):int(offsets[t + 1])]
-        if t == 0:
-            g = mean_grad(x, batch)
-            lam = 2.0 * (L0 * D / b) / eps_j[0]
-        else:
-            parent = start[j - 1]
-            g = est[j - 1] + (mean_grad(x, batch) - mean_grad(parent, batch))
-            dist = float(lp_norm(x - parent, p)) if distance == "realized" else float(prior_dist[t])
-            dists[t] = dist
-            lam = max(need[j - 1], 2.0 * (L1 * D * dist / sizes[j]) / eps_j[j])
-        snapshot = x.copy()
-        for jj in range(j, k + 1):  # the vertex entered and its left descendants share estimate and start
-            est[jj] = g
-            start[jj] = snapshot
-            need[jj] = lam
-        r = t % block
-        if r == 0 and t > 0:
-            noise = rng.laplace(0.0, 1.0, size=(min(block, T - t), n_vertices))
-        sc = scores_of(g)
-        lam_used = noise_mult * lam
-        idx = int(np.argmin(sc + lam_used * noise[r])) if lam_used > 0 else int(np.argmin(sc))
-        selected[t] = idx
-        scales[t] = lam_used
-        sel_err[t] = float(sc[idx] - sc.min())
-        noise_max[t] = 2.0 * lam_used * float(np.abs(noise[r]).max())
-        move(x, idx, float(etas[t]))
-
-    ledger = tree_ledger(eps_j, k)
-    w = fw_weights(etas)
-    params = dict(params)
-    params["n"] = n
+    st = _setup(problem, data, epsilon, delta, rng, depth, batch_size, step_size, accountant, distance, trace,
+                _noise_multiplier)
+    out = _tree_loop(problem, st, rng, distance)
+    prm, scales = st.params, out["scales"]
+    w = fw_weights(st.etas)
+    params = prm.as_dict()
+    params["n"] = st.data.n
     params["distance"] = distance
+    used = int(st.sched["records_used"])
     info = {
         "method": "private_vr_frank_wolfe",
         "spec": "F2",
         "paper": "AFKT21",
-        "n_vertices": n_vertices,
-        "diameter": D,
+        "n_vertices": st.n_vertices,
+        "diameter": st.D,
         "laplace_scale_max": float(scales.max()),
         "laplace_scale_last": float(scales[-1]),
-        "selection_error": float(w @ sel_err),
-        "private_error": float(w @ noise_max),
-        "noise_multiplier_hook": noise_mult,
-        "gradient_evaluations": int(sched["records_used"] + (sched["records_used"] - b)),
+        "selection_error": float(w @ out["sel_err"]),
+        "private_error": float(w @ out["noise_max"]),
+        "noise_multiplier_hook": st.noise_mult,
+        "gradient_evaluations": used + (used - prm.batch_size),
     }
     tr = None
     if trace:
-        tr = {"selected": selected, "laplace_scale": scales, "distance": dists, "step_size": etas}
-    return Result(x=x, trace=tr, params=params, ledger=ledger, info=info)
+        tr = {"selected": out["selected"], "laplace_scale": scales, "distance": out["dists"], "step_size": st.etas}
+    return Result(x=out["x"], trace=tr, params=params, ledger=tree_ledger(prm.depth_epsilons, prm.depth), info=info)

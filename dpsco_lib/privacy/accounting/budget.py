@@ -304,3 +304,70 @@ def _filter_per_step_epsilon(eps: float, dl: float, k: int) -> float:
         e0 *= 1.0 - 1e-9  # pragma: no cover - float safety
     return e0
 
+
+
+def parallel_per_step_epsilons(
+    counts: tuple[int, ...], *, epsilon: float, delta: float, accountant: str = "best"
+) -> tuple[tuple[float, ...], Calibration]:
+    r"""Per-part per-step budgets of a parallel composition of pure blocks (a tree of disjoint batches). Spec F2.
+
+    Part ``i`` runs ``counts[i]`` adaptive eps_i-DP steps (Laplace / report-noisy-max) on its own disjoint
+    records; the run records ``ParallelEvent`` over the parts of ``SelfComposedEvent(LaplaceEvent(eps_i),
+    counts[i])``. The split: ``eps_i(theta) = max(theta / m_i, eps_DRV(theta, m_i))`` (the per-step budget
+    with which part ``i`` *alone* certifies ``theta`` by basic or DRV10 composition, each solved by
+    :func:`per_step_epsilon`; ``delta = 0``: ``theta / m_i``), and ``theta`` is the largest value for which
+    :func:`calibrate` finds ``certify_events(ParallelEvent(...), delta, accountant) <= epsilon``: the certificate
+    the run's ledger reports.
+
+    Parameters
+    ----------
+    counts : tuple of int
+        ``m_i >= 1``, the number of steps of each part.
+    epsilon, delta : float
+        The target (epsilon > 0, 0 <= delta < 1).
+    accountant : str
+        One of :data:`ACCOUNTANTS` except ``"paper"`` (no closed-form rule for a tree); ``"best"`` (the default,
+        the tightest valid accountant of the parallel event) or any accountant that applies to pure events.
+
+    Returns
+    -------
+    (tuple of float, Calibration)
+        ``eps_i`` per part, and the calibration of ``theta`` (its ``certified_epsilon`` is the run's
+        certificate under ``accountant``). Cached (runners call it with the same arguments many times).
+    """
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
+    accountant = check_accountant(accountant)
+    if accountant == "paper":
+        raise ValueError("accountant='paper' has no closed-form rule for a parallel (tree) composition; use 'best'")
+    if not isinstance(counts, tuple) or not counts:
+        raise TypeError(f"counts must be a non-empty tuple of int, got {counts!r}")
+    counts = tuple(check_int(m, "counts", lo=1) for m in counts)
+    return _parallel_per_step_epsilons(counts, epsilon, delta, accountant)
+
+
+def _parallel_split(theta: float, delta: float, counts: tuple[int, ...]) -> tuple[float, ...]:
+    out = []
+    for m in counts:
+        e = per_step_epsilon(theta, delta, m, accountant="basic").value
+        if delta > 0 and m > 1:
+            e = max(e, per_step_epsilon(theta, delta, m, accountant="advanced").value)
+        out.append(e)
+    return tuple(out)
+
+
+@lru_cache(maxsize=1024)
+def _parallel_per_step_epsilons(counts: tuple[int, ...], epsilon: float, delta: float, accountant: str
+                                ) -> tuple[tuple[float, ...], Calibration]:
+    from dpsco_lib.privacy.accounting.events import ParallelEvent
+
+    def make(theta: float) -> DpEvent:
+        eps = _parallel_split(theta, delta, counts)
+        return ParallelEvent(tuple((SelfComposedEvent(LaplaceEvent(e), m),) for e, m in zip(eps, counts, strict=True)))
+
+    cal = calibrate(make, epsilon=epsilon, delta=delta, accountant=accountant, bracket=(epsilon / 4.0, epsilon),
+                    increasing=True, guess=epsilon)
+    return _parallel_split(cal.value, delta, counts), cal
+
+
+__all__.append("parallel_per_step_epsilons")
