@@ -16,11 +16,11 @@ from dpsco_lib.algorithms.nonconvex import (
     run_private_proximal_weakly_convex,
     run_private_vr_fw_nonconvex,
     vr_fw_nonconvex_bound,
-    vr_fw_nonconvex_sensitivities,
     vr_fw_nonconvex_theory_params,
 )
-from dpsco_lib.algorithms.poly_sfw import poly_sfw_sensitivities
+from dpsco_lib.algorithms.vr_sensitivity import vr_sensitivities
 from dpsco_lib.geometry.sets import L1Ball, LpBall, Simplex
+from dpsco_lib.privacy.accounting.budget import per_step_epsilon
 from dpsco_lib.privacy.audit import canary_audit
 from dpsco_lib.problems import Dataset, hard_least_squares
 from dpsco_lib.problems.nonconvex import NonconvexRegression, phi_derivative_bound, random_nonconvex_regression
@@ -160,28 +160,47 @@ def test_problem_validation():
 # ---------------------------------------------------------------------------------------------------------
 # VR Frank-Wolfe: parameters, privacy, determinism, convergence
 # ---------------------------------------------------------------------------------------------------------
-def test_sensitivities_reduce_to_poly_sfw_with_unit_batches():
-    s = vr_fw_nonconvex_sensitivities(11, 7, 1, 0.2, 1.5, 2.0, 3.0)
-    np.testing.assert_allclose(s, poly_sfw_sensitivities(10, 7, 0.2, 1.5, 2.0, 3.0), rtol=1e-15)
-    s4 = vr_fw_nonconvex_sensitivities(11, 7, 4, 0.2, 1.5, 2.0, 3.0)
+def test_sensitivities_of_the_nonconvex_layout():
+    # the lemma with the nonconvex layout (m initial records, update batches of B): s_0 = L0 D/m, then the floor
+    s4 = vr_sensitivities(11, init_batch=7, batch_size=4, step_size=0.2, L0=1.5, L1=2.0, D=3.0)
+    assert s4[0] == pytest.approx(1.5 * 3.0 / 7)
     assert s4[-1] == pytest.approx(0.2 * 3.0 * (0.8 * 2.0 * 3.0 + 1.5) / 4)
 
 
+_TP = dict(num_vertices=40, d=20, L0=1.0, L1=1.0, D=2.0)
+
+
 def test_vr_fw_theory_params_closed_form():
-    p = vr_fw_nonconvex_theory_params(100_000, 40, 20, 2.0, 1e-6, 1.0, 1.0, 2.0)
+    p = vr_fw_nonconvex_theory_params(100_000, epsilon=2.0, delta=1e-6, **_TP)
     scale = 2.0 * 100_000 / (np.log(40) * np.sqrt(np.log(1e6)))
-    assert p["T"] == round(scale ** (2 / 3))
-    assert p["eta"] == pytest.approx(min(p["T"] ** -0.5, 100_000 ** (1 / 3) / p["T"]))
-    assert p["records_used"] <= 100_000 and p["init_batch"] == 50_000
-    terms = vr_fw_nonconvex_bound(100_000, 40, 20, p["eps0"], 1.0, 1.0, 2.0, p["T"], p["eta"])
-    assert p["rate_bound"] == pytest.approx(float(terms["total"]))
+    assert p.T == round(scale ** (2 / 3))
+    assert p.step_size == pytest.approx(min(p.T ** -0.5, 100_000 ** (1 / 3) / p.T))
+    assert p.records_used <= 100_000 and p.init_batch == 50_000
+    terms = vr_fw_nonconvex_bound(100_000, num_vertices=40, d=20, eps0=p.eps0, L0=1.0, L1=1.0, D=2.0, T=p.T,
+                                  eta=p.step_size)
+    assert p.rate_bound == pytest.approx(float(terms["total"]))
+    assert p.as_dict()["eps0"] == p.eps0 and p.accountant == "advanced"
     # non-private limit: T = n/2 + 1, eta ~ n^(-2/3)
-    q = vr_fw_nonconvex_theory_params(8000, 40, 20, 1e12, 1e-6, 1.0, 1.0, 2.0)
-    assert q["T"] == 4001 and q["eta"] == pytest.approx(8000 ** (1 / 3) / 4001)
+    q = vr_fw_nonconvex_theory_params(8000, epsilon=1e12, delta=1e-6, **_TP)
+    assert q.T == 4001 and q.step_size == pytest.approx(8000 ** (1 / 3) / 4001)
     # the bound decreases like the rate in the privacy regime
-    b1 = vr_fw_nonconvex_theory_params(10**6, 40, 20, 1.0, 1e-6, 1.0, 1.0, 2.0)["rate_bound"]
-    b2 = vr_fw_nonconvex_theory_params(8 * 10**6, 40, 20, 1.0, 1e-6, 1.0, 1.0, 2.0)["rate_bound"]
+    b1 = vr_fw_nonconvex_theory_params(10**6, epsilon=1.0, delta=1e-6, **_TP).rate_bound
+    b2 = vr_fw_nonconvex_theory_params(8 * 10**6, epsilon=1.0, delta=1e-6, **_TP).rate_bound
     assert 0.4 < b2 / b1 < 0.65  # 8^(-1/3) = 0.5
+
+
+@pytest.mark.parametrize("n", [2000, 128_000])
+def test_vr_fw_selection_budget_comes_from_the_budget_path(n):
+    # default "advanced": DRV10 floored at basic composition (the rule of earlier versions); "best" >= it
+    kw = dict(epsilon=4.0, delta=1e-6, steps_constant=0.05, **_TP)
+    p = vr_fw_nonconvex_theory_params(n, **kw)
+    adv = per_step_epsilon(4.0, 1e-6, p.T, accountant="advanced").value
+    assert p.eps0 == max(4.0 / p.T, adv)
+    best = vr_fw_nonconvex_theory_params(n, accountant="best", **kw)
+    assert best.T == p.T and best.eps0 >= p.eps0
+    assert best.eps0 == per_step_epsilon(4.0, 1e-6, p.T, accountant="best").value
+    paper = vr_fw_nonconvex_theory_params(n, accountant="paper", **kw)
+    assert paper.eps0 == pytest.approx(4.0 / (2 * np.sqrt(2 * p.T * np.log(1e6))))
 
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 8.0])
@@ -190,7 +209,8 @@ def test_vr_fw_theory_params_closed_form():
 def test_vr_fw_ledger_certifies_target(smooth_pr, eps, delta, n):
     data = smooth_pr.sample(n, np.random.default_rng(n))
     res = run_private_vr_fw_nonconvex(smooth_pr, data, epsilon=eps, delta=delta, rng=np.random.default_rng(1))
-    assert res.ledger.epsilon(delta) <= eps
+    assert res.certified_epsilon(delta) <= eps
+    assert "certified_epsilon" not in res.info and res.relation == "replace_one"
     # eps0 is tight for the composition theorem that chose it (basic or DRV10); the ledger's best can be lower
     used = res.ledger.epsilons(delta, methods=("basic", "advanced") if delta > 0 else ("basic",))
     assert min(used.values()) == pytest.approx(eps, rel=1e-6)
@@ -204,7 +224,7 @@ def test_vr_fw_deterministic_and_output_is_an_iterate(smooth_pr):
     a = run_private_vr_fw_nonconvex(smooth_pr, data, rng=np.random.default_rng(9), **kw)
     b = run_private_vr_fw_nonconvex(smooth_pr, data, rng=np.random.default_rng(9), **kw)
     assert np.array_equal(a.x, b.x) and np.array_equal(a.trace["selected"], b.trace["selected"])
-    it = fw_iterates(smooth_pr, a.trace["selected"], a.params["eta"])
+    it = fw_iterates(smooth_pr, selected=a.trace["selected"], step_size=a.params["step_size"])
     np.testing.assert_allclose(it[a.params["tau"]], a.x, atol=1e-14)
     np.testing.assert_allclose(it[-1], a.info["x_last"], atol=1e-14)
 
@@ -219,7 +239,8 @@ def test_vr_fw_converges_in_the_non_private_limit(smooth_pr):
             data = pr.sample(n, np.random.default_rng(100 + s))
             res = run_private_vr_fw_nonconvex(pr, data, epsilon=1e12, delta=1e-6, rng=np.random.default_rng(s),
                                               trace=True)
-            vals.append(pr.frank_wolfe_gaps(fw_iterates(pr, res.trace["selected"], res.params["eta"])[:-1]).mean())
+            it = fw_iterates(pr, selected=res.trace["selected"], step_size=res.params["step_size"])
+            vals.append(pr.frank_wolfe_gaps(it[:-1]).mean())
         means.append(np.mean(vals))
     assert means[1] < 0.75 * means[0]  # 8^(-1/3) = 0.5 predicted
     assert means[1] < 0.4 * gap0
@@ -234,7 +255,8 @@ def test_vr_fw_bad_inputs(smooth_pr, nonsmooth_pr):
         ({"epsilon": 1.0, "delta": 1e-6, "n_steps": 1}, "n_steps"),
         ({"epsilon": 1.0, "delta": 1e-6, "n_steps": 52}, "n_steps"),
         ({"epsilon": 1.0, "delta": 1e-6, "step_size": 1.0}, "step_size"),
-        ({"epsilon": 1.0, "delta": 1e-6, "budget": "magic"}, "budget"),
+        ({"epsilon": 1.0, "delta": 1e-6, "accountant": "magic"}, "accountant"),
+        ({"epsilon": 1.0, "delta": 1e-6, "accountant": "gdp"}, "gdp"),
         ({"epsilon": 1.0, "delta": 1e-6, "steps_constant": 0.0}, "steps_constant"),
         ({"epsilon": 1.0, "delta": 1e-6, "_noise_multiplier": 0.0}, "_noise_multiplier"),
     ]:
@@ -253,19 +275,30 @@ def test_vr_fw_bad_inputs(smooth_pr, nonsmooth_pr):
 # ---------------------------------------------------------------------------------------------------------
 # proximal method: parameters, privacy, determinism, convergence
 # ---------------------------------------------------------------------------------------------------------
+_PP = dict(d=10, epsilon=1.0, delta=1e-6, L0=3.0, rho=2.0, D=2.0)
+
+
 def test_prox_theory_params_minimize_the_bound():
-    p = proximal_weakly_convex_theory_params(4000, 10, 1.0, 1e-6, 3.0, 2.0, 2.0)
+    from dpsco_lib.privacy.mechanisms import gaussian_sigma_analytic
+
+    p = proximal_weakly_convex_theory_params(4000, **_PP)
     T = np.arange(1, 2001)
     N = np.floor(4000 / T)
     G = 3.0 + 4.0 * 2.0
-    nu1 = p["nu1"]
+    nu1 = p.nu1
+    assert nu1 == pytest.approx(gaussian_sigma_analytic(1.0, epsilon=1.0, delta=1e-6), rel=1e-10)
     K = np.maximum(1, np.ceil(G**2 / (9.0 * (1 / N + 40 * nu1**2 / N**2)) - 1))
-    tot = proximal_weakly_convex_bound(4000, 10, nu1, 3.0, 2.0, 2.0, T, K, 4.0)["total_sq"]
-    assert p["T"] == int(T[np.argmin(tot)]) and p["inner_steps"] == int(K[np.argmin(tot)])
-    assert p["rate_bound"] == pytest.approx(np.sqrt(tot.min()))
-    assert p["noise_multiplier"] == pytest.approx(nu1 * np.sqrt(p["inner_steps"]))
-    q = proximal_weakly_convex_theory_params(4000, 10, 1.0, 1e-6, 3.0, 2.0, 2.0, inner_constant=0.1)
-    assert q["T"] == p["T"] and q["inner_steps"] < p["inner_steps"]
+    tot = proximal_weakly_convex_bound(4000, d=10, nu1=nu1, L0=3.0, rho=2.0, D=2.0, T=T, K=K, beta=4.0)["total_sq"]
+    assert p.T == int(T[np.argmin(tot)]) and p.inner_steps == int(K[np.argmin(tot)])
+    assert p.rate_bound == pytest.approx(np.sqrt(tot.min()))
+    assert p.noise_multiplier == pytest.approx(nu1 * np.sqrt(p.inner_steps), rel=1e-10)
+    assert p.accountant == "gdp" and p.as_dict()["T"] == p.T
+    q = proximal_weakly_convex_theory_params(4000, inner_constant=0.1, **_PP)
+    assert q.T == p.T and q.inner_steps < p.inner_steps
+    # RDP is looser than the exact GDP for Gaussian events: more noise; "best" is GDP
+    assert proximal_weakly_convex_theory_params(4000, accountant="rdp", **_PP).noise_multiplier > p.noise_multiplier
+    assert proximal_weakly_convex_theory_params(4000, accountant="best", **_PP).noise_multiplier == pytest.approx(
+        p.noise_multiplier, rel=1e-9)
 
 
 @pytest.mark.parametrize("eps", [0.2, 1.0, 8.0])
@@ -274,8 +307,8 @@ def test_prox_ledger_certifies_target(nonsmooth_pr, eps, delta):
     data = nonsmooth_pr.sample(300, np.random.default_rng(3))
     res = run_private_proximal_weakly_convex(nonsmooth_pr, data, epsilon=eps, delta=delta,
                                              rng=np.random.default_rng(0), inner_constant=0.05)
-    cert = res.ledger.epsilon(delta)
-    assert cert <= eps * (1 + 1e-9)
+    cert = res.certified_epsilon(delta)
+    assert cert <= eps * (1 + 1e-12)
     assert cert >= 0.99 * eps
     assert nonsmooth_pr.feasible_set.contains(res.x)
 
@@ -309,6 +342,8 @@ def test_prox_bad_inputs(nonsmooth_pr):
         ({"epsilon": 1.0, "delta": 1e-6, "inner_steps": 0}, "inner_steps"),
         ({"epsilon": 1.0, "delta": 1e-6, "beta": 0.5 * nonsmooth_pr.rho}, "beta"),
         ({"epsilon": 1.0, "delta": 1e-6, "inner_constant": 0.0}, "inner_constant"),
+        ({"epsilon": 1.0, "delta": 1e-6, "accountant": "magic"}, "accountant"),
+        ({"epsilon": 1.0, "delta": 1e-6, "accountant": "kov"}, "accountant"),
     ]:
         with pytest.raises(ValueError, match=msg):
             run_private_proximal_weakly_convex(nonsmooth_pr, data, rng=rng, **kw)
@@ -357,7 +392,7 @@ def test_vr_fw_canary_audit_honest_and_quarter_noise_caught():
 
     honest = canary_audit(runner(1.0), S, Sp, stat, n_runs, 1e-3, np.random.default_rng(11), threshold=0.5,
                           claimed_epsilon=eps0, delta=0.0)
-    assert not honest.violation and honest.epsilon_lower_bound <= eps0 <= res.ledger.epsilon(0.0)
+    assert not honest.violation and honest.epsilon_lower_bound <= eps0 <= res.certified_epsilon(0.0)
     assert honest.epsilon_lower_bound > 0.25  # informative: the exact loss of this event is 0.49
     broken = canary_audit(runner(0.25), S, Sp, stat, n_runs, 1e-3, np.random.default_rng(12), threshold=0.5,
                           claimed_epsilon=eps0, delta=0.0)
@@ -396,7 +431,7 @@ def test_prox_canary_audit_honest_and_tenth_noise_caught():
         return run
 
     res = run_private_proximal_weakly_convex(pr, S, rng=np.random.default_rng(0), **kw)
-    cert = res.ledger.epsilon(delta)
+    cert = res.certified_epsilon(delta)
     assert cert <= eps * (1 + 1e-9)
     honest = canary_audit(runner(1.0), S, Sp, lambda v: v, n_runs, 1e-3, np.random.default_rng(21),
                           claimed_epsilon=cert, delta=delta)

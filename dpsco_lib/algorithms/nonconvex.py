@@ -12,10 +12,19 @@ a ledger that certifies the target ``(epsilon, delta)``:
    batches, each solved by a private noisy subgradient method; stationarity = the Moreau envelope gradient
    ``||grad F_{1/beta}(x)||_2`` at a uniformly random iterate. Rate: ``n^{-1/4} + (sqrt(d)/(n eps))^{1/3}``.
 
-Both reuse the repository's machinery rather than duplicating it: the report-noisy-min vertex oracle and the
-per-step budget solver of Poly-SFW (:mod:`~dpsco_lib.algorithms.poly_sfw`, Spec F1; the same oracle drives
-the AFKT21 tree of :mod:`~dpsco_lib.algorithms.vr_frank_wolfe`), the analytic Gaussian calibration
-(:func:`~dpsco_lib.privacy.mechanisms.gaussian_sigma_analytic`) and the :class:`PrivacyLedger`.
+Both reuse the repository's machinery rather than duplicating it: the report-noisy-min vertex oracle
+(:func:`~dpsco_lib.geometry.sets.vertex_oracle`), the variance-reduction sensitivity lemma
+(:func:`~dpsco_lib.algorithms.vr_sensitivity.vr_sensitivities`), the privacy budget path
+(:mod:`~dpsco_lib.privacy.accounting.budget`: split, calibrate with the accountant that certifies, record) and
+the :class:`PrivacyLedger`.
+
+Accountant (``accountant=``). The VR Frank-Wolfe runs ``T`` pure ``eps0``-DP selections; ``eps0`` is the
+largest per-step budget that ``accountant`` certifies for them, and never below basic composition's ``eps/T``
+(valid for any pure steps; it wins for few steps). Default ``"advanced"`` (DRV10): the rule of earlier
+versions, so the notebook's numbers did not move; ``"best"`` is the tightest valid accountant (KOV15 for these
+homogeneous pure steps, a larger ``eps0``); ``"paper"`` the papers' closed form. The proximal method records
+Gaussian events; default ``"gdp"`` (exact, the analytic Gaussian calibration of earlier versions), which is
+also what ``"best"`` selects.
 
 Why the momentum (Poly-SFW) estimator and not the AFKT21 tree for the nonconvex FW. Nonconvex Frank-Wolfe
 needs a *constant* step ``eta`` (the decaying ``2/(t+2)`` of the convex analysis does not give stationarity).
@@ -25,7 +34,7 @@ privacy-optimal ``T ~ (n eps)^{2/3}``, ``eta ~ T^{-1/2}`` this is ``~ sqrt(T/n)`
 recursive momentum estimator ``nabla_t = (1 - eta)(nabla_{t-1} + Delta_t) + eta g_t`` of Spec F1 forgets at rate
 ``eta`` and has steady-state error ``~ sqrt(eta/B)`` with mini-batches of ``B = n/(2T)`` records, which gives
 the N1 rate (derivation in :func:`vr_fw_nonconvex_bound`). Its sensitivity lemma is Poly-SFW's, with the
-mini-batch ``B`` in the denominators (:func:`vr_fw_nonconvex_sensitivities`).
+mini-batch ``B`` in the denominators (:func:`~dpsco_lib.algorithms.vr_sensitivity.vr_sensitivities`).
 
 Inner solver of the proximal method. Spec N1 names "phased noisy SMD" (the linear-time solver of AFKT21).
 We use noisy projected subgradient descent on the whole (disjoint) batch with Gaussian noise and exact
@@ -40,27 +49,44 @@ The library works in the idealized real-arithmetic model with float64 noise from
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from dpsco_lib._validation import check_delta, check_epsilon, check_in_range, check_int, check_positive, check_rng
+from dpsco_lib._validation import (
+    check_bool,
+    check_delta,
+    check_epsilon,
+    check_in_range,
+    check_int,
+    check_positive,
+    check_rng,
+)
 from dpsco_lib.algorithms._result import Result
-from dpsco_lib.algorithms.poly_sfw import BUDGETS, _per_step_epsilon
+from dpsco_lib.algorithms.vr_sensitivity import vr_sensitivities
 from dpsco_lib.geometry.sets import LpBall, Simplex, project_l1_ball, project_simplex, vertex_oracle
 from dpsco_lib.privacy.accounting import PrivacyLedger
-from dpsco_lib.privacy.mechanisms import gaussian_sigma_analytic
+from dpsco_lib.privacy.accounting.budget import (
+    calibrate,
+    check_accountant,
+    gaussian_noise_multiplier,
+    per_step_epsilon,
+)
+from dpsco_lib.privacy.accounting.events import DpEvent, GaussianEvent, ParallelEvent, SelfComposedEvent
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
 
 __all__ = [
+    "ProximalWeaklyConvexParams",
+    "VrFwNonconvexParams",
     "fw_iterates",
     "proximal_weakly_convex_bound",
     "proximal_weakly_convex_theory_params",
     "run_private_proximal_weakly_convex",
     "run_private_vr_fw_nonconvex",
     "vr_fw_nonconvex_bound",
-    "vr_fw_nonconvex_sensitivities",
     "vr_fw_nonconvex_theory_params",
 ]
 
@@ -76,49 +102,18 @@ def _batches(n: int, T: int) -> tuple[int, int]:
     return m, B
 
 
-def vr_fw_nonconvex_sensitivities(
-    T: int, init_batch: int, batch_size: int, eta: float, L0: float, L1: float, D: float
-) -> np.ndarray:
-    r"""Score sensitivities ``s_0, ..., s_{T-1}`` of the nonconvex private VR Frank-Wolfe (Spec N1/F1).
+@lru_cache(maxsize=1024)
+def _selection_epsilon(epsilon: float, delta: float, T: int, accountant: str) -> float:
+    """Per-selection budget ``eps0`` of the T pure selections (module docstring, "Accountant").
 
-    Poly-SFW's lemma (:mod:`~dpsco_lib.algorithms.poly_sfw`) with mini-batches. Given the released past, a
-    record of the initial batch (``m`` records) moves ``nabla_0`` by ``<= 2 L0/m`` in l_inf and
-    ``nabla_t`` by ``(1 - eta)^t`` times that; a record of update batch ``k`` (``B`` records) moves
-    ``nabla_k`` by ``<= (2/B)((1 - eta) L1 ||x_k - x_{k-1}||_1 + eta L0) <= (2 eta/B)((1 - eta) L1 D + L0)``
-    (``||x_k - x_{k-1}||_1 = eta ||v - x||_1 <= eta D``), decaying by ``(1 - eta)`` afterwards. The
-    report-noisy-min shift argument halves the l_inf change times ``D``:
-
-    .. math:: s_0 = \frac{L_0 D}{m}, \qquad
-              s_t = \max\Big\{\frac{L_0 D}{m}(1-\eta)^t,\ \frac{\eta D((1-\eta) L_1 D + L_0)}{B}\Big\}.
-
-    With ``B = 1`` this is :func:`~dpsco_lib.algorithms.poly_sfw.poly_sfw_sensitivities` (tested).
-    """
-    T = check_int(T, "T", lo=1)
-    m = check_int(init_batch, "init_batch", lo=1)
-    B = check_int(batch_size, "batch_size", lo=1)
-    eta = check_in_range(eta, "eta", 0.0, 1.0, lo_inclusive=False)
-    L0 = check_positive(L0, "L0")
-    L1 = check_positive(L1, "L1", allow_zero=True)
-    D = check_positive(D, "D")
-    t = np.arange(T, dtype=np.float64)
-    first = L0 * D / m * (1.0 - eta) ** t
-    s = np.maximum(first, eta * D * ((1.0 - eta) * L1 * D + L0) / B)
-    s[0] = first[0]
-    return s
-
-
-def _selection_budget(epsilon: float, delta: float, T: int, budget: str) -> float:
-    """Per-selection budget: the larger of Poly-SFW's solver (``budget``) and basic composition ``epsilon/T``.
-
-    Both certify the target (the ledger's ``epsilon`` takes the best applicable composition theorem); basic
-    composition wins for few steps. A solver overflow (astronomically large ``epsilon``, the non-private
-    limit) falls back to the basic rule.
+    ``per_step_epsilon`` under ``accountant``, floored at basic composition's ``epsilon/T`` (except for the
+    papers' closed form, taken as is); ``delta = 0`` is pure DP, where every accountant is basic composition.
     """
     basic = epsilon / T
-    try:
-        return max(basic, _per_step_epsilon(epsilon, delta, T, budget))
-    except OverflowError:
+    if delta == 0:
         return basic
+    e0 = per_step_epsilon(epsilon, delta, T, accountant=accountant).value
+    return e0 if accountant == "paper" else max(basic, e0)
 
 
 def _harmonic(k: int) -> float:
@@ -126,7 +121,7 @@ def _harmonic(k: int) -> float:
 
 
 def vr_fw_nonconvex_bound(
-    n: int, num_vertices: int, d: int, eps0: float, L0: float, L1: float, D: float, T: int, eta: Any
+    n: int, *, num_vertices: int, d: int, eps0: float, L0: float, L1: float, D: float, T: int, eta: Any
 ) -> dict[str, np.ndarray]:
     r"""The stationarity bound of the nonconvex private VR Frank-Wolfe, term by term (Spec N1; derived here).
 
@@ -192,8 +187,54 @@ def vr_fw_nonconvex_bound(
     return {"optimization": opt, "curvature": curv, "statistical": stat, "privacy": priv, "total": total}
 
 
+@dataclass(frozen=True)
+class VrFwNonconvexParams:
+    """Parameters of the nonconvex private VR Frank-Wolfe and its bound (Spec N1).
+
+    Attributes
+    ----------
+    T : int
+        Frank-Wolfe steps (selections).
+    step_size : float
+        The constant step ``eta``.
+    init_batch, batch_size : int
+        ``m`` records for ``nabla_0`` and ``B`` records per update batch.
+    eps0 : float
+        Per-selection budget (see the module docstring, "Accountant").
+    accountant : str
+        The accountant that calibrated ``eps0``.
+    records_used : int
+        ``m + (T - 1) B``.
+    sensitivity_first, sensitivity_floor : float
+        ``s_0 = L0 D/m`` and the floor ``eta D ((1 - eta) L1 D + L0)/B`` of the score sensitivities.
+    bound : dict
+        Terms of :func:`vr_fw_nonconvex_bound` at these parameters.
+    rate_bound : float
+        Its total.
+    rate : float
+        The constant-free rate ``(ln|V| sqrt(ln(1/delta))/(n eps))^{1/3} + n^{-1/3}``.
+    """
+
+    T: int
+    step_size: float
+    init_batch: int
+    batch_size: int
+    eps0: float
+    accountant: str
+    records_used: int
+    sensitivity_first: float
+    sensitivity_floor: float
+    bound: dict[str, float]
+    rate_bound: float
+    rate: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def vr_fw_nonconvex_theory_params(
     n: int,
+    *,
     num_vertices: int,
     d: int,
     epsilon: float,
@@ -201,13 +242,12 @@ def vr_fw_nonconvex_theory_params(
     L0: float,
     L1: float,
     D: float,
-    *,
     n_steps: int | None = None,
     step_size: float | None = None,
     steps_constant: float = 1.0,
     step_constant: float = 1.0,
-    budget: str = "advanced",
-) -> dict[str, Any]:
+    accountant: str = "advanced",
+) -> VrFwNonconvexParams:
     r"""Parameters of the nonconvex private VR Frank-Wolfe and its bound (Spec N1).
 
     Up to constants, :func:`vr_fw_nonconvex_bound` reads
@@ -222,19 +262,12 @@ def vr_fw_nonconvex_theory_params(
 
     So the bound is ``O((ln|V| sqrt(ln(1/delta))/(n eps))^{1/3} + n^{-1/3})`` up to the logarithms of the
     maximal inequalities: Spec N1's ``log^{2/3} d/(n eps)^{1/3}`` for p = 1. ``delta = 0`` replaces
-    ``ln(1/delta)`` by 1. The per-selection budget ``eps0`` is the larger of Poly-SFW's solver (DRV10 advanced
-    composition by default) and basic composition ``eps/T``.
+    ``ln(1/delta)`` by 1. The per-selection budget ``eps0`` is the largest that ``accountant`` certifies for the
+    ``T`` selections, never below basic composition's ``eps/T`` (module docstring, "Accountant"; default
+    ``"advanced"``, DRV10; ``"best"`` the tightest valid accountant).
 
     Data layout: ``m = n - floor(n/2)`` records for the initial gradient, ``T - 1`` disjoint batches of
     ``B = floor(floor(n/2)/(T - 1))`` records for the updates (single pass).
-
-    Returns
-    -------
-    dict
-        ``T``, ``eta``, ``init_batch`` (m), ``batch_size`` (B), ``eps0``, ``budget``, ``records_used``,
-        ``sensitivity_first``, ``sensitivity_floor``, ``bound`` (dict of terms of
-        :func:`vr_fw_nonconvex_bound` at these parameters), ``rate_bound`` (its total) and ``rate`` (the
-        constant-free rate ``(ln|V| sqrt(ln(1/delta))/(n eps))^{1/3} + n^{-1/3}``).
     """
     n = check_int(n, "n", lo=4)
     nv = check_int(num_vertices, "num_vertices", lo=2)
@@ -246,8 +279,7 @@ def vr_fw_nonconvex_theory_params(
     D = check_positive(D, "D")
     c_T = check_positive(steps_constant, "steps_constant")
     c_eta = check_positive(step_constant, "step_constant")
-    if budget not in BUDGETS:
-        raise ValueError(f"budget must be one of {BUDGETS}, got {budget!r}")
+    accountant = check_accountant(accountant)
     t_hi = n // 2 + 1
     log_v = math.log(nv)
     log_delta = math.log(1.0 / delta) if delta > 0 else 1.0
@@ -260,31 +292,24 @@ def vr_fw_nonconvex_theory_params(
         eta = check_in_range(step_size, "step_size", 0.0, 1.0, lo_inclusive=False, hi_inclusive=False)
     else:
         eta = min(0.9, c_eta * min(T ** -0.5, n ** (1.0 / 3.0) / T))
-    eps0 = _selection_budget(epsilon, delta, T, budget)
+    eps0 = _selection_epsilon(epsilon, delta, T, accountant)
     m, B = _batches(n, T)
-    terms = {k: float(v) for k, v in vr_fw_nonconvex_bound(n, nv, d, eps0, L0, L1, D, T, eta).items()}
-    return {
-        "T": T,
-        "eta": eta,
-        "init_batch": m,
-        "batch_size": B,
-        "eps0": eps0,
-        "budget": budget,
-        "records_used": m + (T - 1) * B,
-        "sensitivity_first": L0 * D / m,
-        "sensitivity_floor": eta * D * ((1.0 - eta) * L1 * D + L0) / B,
-        "bound": terms,
-        "rate_bound": terms["total"],
-        "rate": (1.0 / scale) ** (1.0 / 3.0) + n ** (-1.0 / 3.0),
-    }
+    terms = {k: float(v) for k, v in vr_fw_nonconvex_bound(n, num_vertices=nv, d=d, eps0=eps0, L0=L0, L1=L1, D=D,
+                                                           T=T, eta=eta).items()}
+    return VrFwNonconvexParams(
+        T=T, step_size=eta, init_batch=m, batch_size=B, eps0=eps0, accountant=accountant,
+        records_used=m + (T - 1) * B, sensitivity_first=L0 * D / m,
+        sensitivity_floor=eta * D * ((1.0 - eta) * L1 * D + L0) / B, bound=terms, rate_bound=terms["total"],
+        rate=(1.0 / scale) ** (1.0 / 3.0) + n ** (-1.0 / 3.0),
+    )
 
 
-def fw_iterates(problem: Problem, selected: Any, eta: float) -> np.ndarray:
-    """Replay ``x_{t+1} = (1 - eta) x_t + eta v_{selected[t]}`` from the centre of X: the iterates
-    ``x_0, ..., x_T`` as a ``(T + 1, d)`` array (post-processing of the released selections)."""
+def fw_iterates(problem: Problem, *, selected: Any, step_size: float) -> np.ndarray:
+    """Replay ``x_{t+1} = (1 - eta) x_t + eta v_{selected[t]}`` (``eta = step_size``) from the centre of X: the
+    iterates ``x_0, ..., x_T`` as a ``(T + 1, d)`` array (post-processing of the released selections)."""
     if not isinstance(problem, Problem):
         raise ValueError(f"problem must be a dpsco_lib.problems.Problem, got {type(problem).__name__}")
-    eta = check_in_range(eta, "eta", 0.0, 1.0, lo_inclusive=False)
+    eta = check_in_range(step_size, "step_size", 0.0, 1.0, lo_inclusive=False)
     sel = np.asarray(selected, dtype=np.int64)
     _, _, move = vertex_oracle(problem.feasible_set)
     x = np.asarray(problem.feasible_set.center(), dtype=np.float64).copy()
@@ -313,7 +338,7 @@ def run_private_vr_fw_nonconvex(
     step_size: float | None = None,
     steps_constant: float = 1.0,
     step_constant: float = 1.0,
-    budget: str = "advanced",
+    accountant: str = "advanced",
     trace: bool = False,
     _noise_multiplier: float = 1.0,
 ) -> Result:
@@ -323,10 +348,10 @@ def run_private_vr_fw_nonconvex(
     ``t = 1, ..., T-1`` with a fresh batch ``B_t`` of ``B`` records:
     ``nabla_t = (1 - eta)(nabla_{t-1} + mean_{B_t}[grad f(x_t) - grad f(x_{t-1})]) + eta mean_{B_t} grad f(x_t)``;
     every ``t``: ``v_t = argmin_{v in V} <v, nabla_t> + Lap(lambda_t)``, ``lambda_t = 2 s_t/eps0``
-    (:func:`vr_fw_nonconvex_sensitivities`), ``x_{t+1} = (1 - eta) x_t + eta v_t``. Output ``x_tau`` with
-    ``tau`` uniform on ``{0, ..., T-1}`` (post-processing). Privacy: each of the ``T`` selections is
-    ``eps0``-DP given the past (report noisy min, general scale ``2 s/eps``), ``eps0`` solved so that the
-    ``T``-fold composition meets the target; the ledger records the ``T`` pure steps.
+    (:func:`~dpsco_lib.algorithms.vr_sensitivity.vr_sensitivities`), ``x_{t+1} = (1 - eta) x_t + eta v_t``.
+    Output ``x_tau`` with ``tau`` uniform on ``{0, ..., T-1}`` (post-processing). Privacy: each of the ``T``
+    selections is ``eps0``-DP given the past (report noisy min, general scale ``2 s/eps``), ``eps0`` calibrated
+    so that the ``T``-fold composition meets the target; the ledger records the ``T`` pure steps.
 
     Parameters
     ----------
@@ -341,8 +366,10 @@ def run_private_vr_fw_nonconvex(
         Override ``T`` and ``eta`` (defaults: :func:`vr_fw_nonconvex_theory_params`).
     steps_constant, step_constant : float
         The constants ``c_T``, ``c_eta`` of the theory parameters.
-    budget : {"advanced", "kov", "closed_form"}
-        Per-step budget solver (Poly-SFW's).
+    accountant : str
+        Calibrates ``eps0`` (module docstring, "Accountant"): ``"advanced"`` (default, DRV10, floored at basic
+        composition), ``"best"`` (the tightest valid accountant, KOV15 here), ``"kov"``, ``"rdp"``, ``"basic"``,
+        ``"paper"`` (the papers' closed form; was ``budget="closed_form"``).
     trace : bool
         Record the selected vertices and the Laplace scales (``fw_iterates`` replays the iterates).
     _noise_multiplier : float
@@ -352,13 +379,15 @@ def run_private_vr_fw_nonconvex(
     Returns
     -------
     Result
-        ``x = x_tau``; ``params`` from the theory function (plus ``n``, ``tau``); ``ledger``; ``info`` with the
-        last iterate ``x_last``, the random index and gradient-evaluation count.
+        ``x = x_tau``; ``params`` from the theory function as a dict (plus ``n``, ``tau``); ``ledger``; ``info``
+        with the last iterate ``x_last``, the random index and gradient-evaluation count.
     """
     problem = _check_problem(problem)
     rng = check_rng(rng)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
+    accountant = check_accountant(accountant)
+    trace = check_bool(trace, "trace")
     noise_mult = check_positive(_noise_multiplier, "_noise_multiplier")
     data = problem.validate_data(data)
     n = data.n
@@ -367,20 +396,48 @@ def run_private_vr_fw_nonconvex(
     if not math.isfinite(problem.L1):
         raise ValueError(f"the Frank-Wolfe method needs a smooth loss (finite L1), got L1={problem.L1!r}")
     fset = problem.feasible_set
-    n_vertices, scores_of, move = vertex_oracle(fset)
+    oracle = vertex_oracle(fset)
     D = float(fset.diameter(1.0))
     L0, L1 = float(problem.L0), float(problem.L1)
-    prm = vr_fw_nonconvex_theory_params(n, n_vertices, problem.d, epsilon, delta, L0, L1, D,
-                                        n_steps=n_steps, step_size=step_size, steps_constant=steps_constant,
-                                        step_constant=step_constant, budget=budget)
-    T, eta, m, B, eps0 = prm["T"], prm["eta"], prm["init_batch"], prm["batch_size"], prm["eps0"]
-    sens = vr_fw_nonconvex_sensitivities(T, m, max(B, 1), eta, L0, L1, D)
-    scales = (2.0 / eps0) * noise_mult * sens
+    prm = vr_fw_nonconvex_theory_params(n, num_vertices=oracle[0], d=problem.d, epsilon=epsilon, delta=delta,
+                                        L0=L0, L1=L1, D=D, n_steps=n_steps, step_size=step_size,
+                                        steps_constant=steps_constant, step_constant=step_constant,
+                                        accountant=accountant)
+    T, eta, m, B = prm.T, prm.step_size, prm.init_batch, prm.batch_size
+    sens = vr_sensitivities(T, init_batch=m, batch_size=max(B, 1), step_size=eta, L0=L0, L1=L1, D=D)
+    scales = (2.0 / prm.eps0) * noise_mult * sens
+    tau, x_tau, x, selected = _vr_fw_loop(problem, data, rng, oracle, T=T, step_size=eta, init_batch=m,
+                                          batch_size=B, scales=scales)
+    ledger = PrivacyLedger()
+    ledger.record_pure(prm.eps0, count=T,
+                       label="report-noisy-min over the vertices, nonconvex VR Frank-Wolfe (Spec N1)")
+    params = prm.as_dict()
+    params.update(n=n, tau=tau)
+    info = {
+        "method": "private_vr_fw_nonconvex",
+        "spec": "N1",
+        "paper": "BGM21",
+        "n_vertices": oracle[0],
+        "diameter": D,
+        "x_last": x,
+        "laplace_scale_max": float(scales.max()),
+        "noise_multiplier_hook": noise_mult,
+        "gradient_evaluations": m + 2 * (T - 1) * B,
+    }
+    tr = {"selected": selected, "laplace_scale": scales} if trace else None
+    return Result(x=x_tau, trace=tr, params=params, ledger=ledger, info=info)
+
+
+def _vr_fw_loop(problem: Problem, data: Dataset, rng: np.random.Generator, oracle: tuple[int, Any, Any], *, T: int,
+                step_size: float, init_batch: int, batch_size: int,
+                scales: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """The T steps of :func:`run_private_vr_fw_nonconvex` (inputs validated there): ``(tau, x_tau, x_T, selected)``."""
+    n_vertices, scores_of, move = oracle
+    eta, m, B = step_size, init_batch, batch_size
     tau = int(rng.integers(0, T))
     noise = rng.laplace(0.0, 1.0, size=(T, n_vertices)) if T * n_vertices <= 4_000_000 else None
-    mean_grad = problem._mean_grad  # records validated above, iterates feasible by construction
-
-    x = np.asarray(fset.center(), dtype=np.float64).copy()
+    mean_grad = problem._mean_grad  # records validated by the runner, iterates feasible by construction
+    x = np.asarray(problem.feasible_set.center(), dtype=np.float64).copy()
     x_prev = x.copy()
     x_tau = x.copy()
     grad = mean_grad(x, data[:m])
@@ -397,24 +454,7 @@ def run_private_vr_fw_nonconvex(
         selected[t] = j
         x_prev[:] = x
         move(x, j, eta)
-
-    ledger = PrivacyLedger()
-    ledger.record_pure(eps0, count=T, label="report-noisy-min over the vertices, nonconvex VR Frank-Wolfe (Spec N1)")
-    params = dict(prm)
-    params.update(n=n, tau=tau)
-    info = {
-        "method": "private_vr_fw_nonconvex",
-        "spec": "N1",
-        "paper": "BGM21",
-        "n_vertices": n_vertices,
-        "diameter": D,
-        "x_last": x.copy(),
-        "laplace_scale_max": float(scales.max()),
-        "noise_multiplier_hook": noise_mult,
-        "gradient_evaluations": m + 2 * (T - 1) * B,
-    }
-    tr = {"selected": selected, "laplace_scale": scales} if trace else None
-    return Result(x=x_tau, trace=tr, params=params, ledger=ledger, info=info)
+    return tau, x_tau, x, selected
 
 
 # =========================================================================================================
@@ -434,7 +474,7 @@ def _weakly_convex_constants(problem: Any) -> tuple[float, float, float]:
 
 
 def proximal_weakly_convex_bound(
-    n: int, d: int, nu1: float, L0: float, rho: float, D: float, T: Any, K: Any, beta: float
+    n: int, *, d: int, nu1: float, L0: float, rho: float, D: float, T: Any, K: Any, beta: float
 ) -> dict[str, np.ndarray]:
     r"""The bound on ``E ||grad F_{1/beta}(x_tau)||_2^2`` of the private proximal method (Spec N1; derived here).
 
@@ -492,20 +532,83 @@ def _inner_steps(N: np.ndarray, d: int, nu1: float, L0: float, G: float, c_K: fl
     return np.maximum(1, np.ceil(k - 1.0)).astype(np.int64)
 
 
+@dataclass(frozen=True)
+class ProximalWeaklyConvexParams:
+    """Parameters of the private proximal method for weakly convex losses (Spec N1).
+
+    Attributes
+    ----------
+    T : int
+        Outer (proximal) steps.
+    batch_size : int
+        ``N = floor(n/T)`` records per subproblem.
+    inner_steps : int
+        ``K`` noisy subgradient steps per subproblem.
+    beta, mu : float
+        Proximal parameter and the strong convexity ``beta - rho`` of the subproblems.
+    nu1 : float
+        Multiplier of one Gaussian mechanism meeting the target (enters the bound).
+    noise_multiplier : float
+        ``nu``: the calibrated multiplier of every inner step (``~ nu1 sqrt(K)``).
+    noise_std : float
+        ``sigma = 2 L0 nu/N`` on the batch-mean subgradient.
+    accountant : str
+        The accountant that calibrated ``nu1`` and ``nu``.
+    records_used : int
+        ``T N``.
+    bound : dict
+        Terms of :func:`proximal_weakly_convex_bound`.
+    rate_bound : float
+        The bound on ``sqrt(E||grad F_{1/beta}(x_tau)||^2)``.
+    """
+
+    T: int
+    batch_size: int
+    inner_steps: int
+    beta: float
+    mu: float
+    nu1: float
+    noise_multiplier: float
+    noise_std: float
+    accountant: str
+    records_used: int
+    bound: dict[str, float]
+    rate_bound: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _prox_event(nu: float, K: int, T: int, label: str = "") -> DpEvent:
+    """The events of one run: T subproblems on disjoint batches (parallel), K Gaussian steps each."""
+    part = (SelfComposedEvent(GaussianEvent(nu), K),)
+    return ParallelEvent((part,) * T, label=label)
+
+
+@lru_cache(maxsize=1024)
+def _prox_noise_multiplier(epsilon: float, delta: float, K: int, T: int, accountant: str, guess: float) -> float:
+    def make(nu: float) -> DpEvent:
+        return _prox_event(nu, K, T)
+
+    return calibrate(make, epsilon=epsilon, delta=delta, accountant=accountant, bracket=(guess / 2.0, guess),
+                     increasing=False, guess=guess).value
+
+
 def proximal_weakly_convex_theory_params(
     n: int,
+    *,
     d: int,
     epsilon: float,
     delta: float,
     L0: float,
     rho: float,
     D: float,
-    *,
     n_outer: int | None = None,
     inner_steps: int | None = None,
     inner_constant: float = 1.0,
     beta: float | None = None,
-) -> dict[str, Any]:
+    accountant: str = "gdp",
+) -> ProximalWeaklyConvexParams:
     r"""Parameters of the private proximal method for weakly convex losses (Spec N1): minimizers of its bound.
 
     ``beta = 2 rho`` (so ``mu = rho``); the number of outer steps ``T`` minimizes
@@ -513,18 +616,14 @@ def proximal_weakly_convex_theory_params(
     ``N = floor(n/T) >= 2`` records), each with ``K = ceil(G^2/(L0^2 (1/N + 4 d nu1^2/N^2))) - 1`` inner steps;
     ``T`` is chosen with this ``K``, after which ``inner_constant`` ``c_K`` (1 in the theorem) rescales ``K``
     to ``ceil(c_K (K + 1)) - 1``: ``G^2/(K+1)`` is a worst-case bound on the subgradient method's error, and a
-    smaller ``c_K`` trades that term (reported in ``bound``) for time;
-    ``nu1 = gaussian_sigma_analytic(1, epsilon, delta)`` is the noise multiplier of one Gaussian mechanism that
-    is ``(epsilon, delta)``-DP (Balle-Wang, exact), and every inner step uses ``nu = nu1 sqrt(K)`` so that the
-    ``K`` steps of one subproblem compose (mu-GDP, exact) to that mechanism. Disjoint batches: parallel
-    composition over the subproblems (given the past, a record only enters its own subproblem).
+    smaller ``c_K`` trades that term (reported in ``bound``) for time.
 
-    Returns
-    -------
-    dict
-        ``T``, ``batch_size`` (N), ``inner_steps`` (K), ``beta``, ``mu``, ``nu1``, ``noise_multiplier`` (nu),
-        ``noise_std`` (sigma on the batch-mean subgradient), ``records_used``, ``bound`` (terms) and
-        ``rate_bound`` (the bound on ``sqrt(E||grad F_{1/beta}(x_tau)||^2)``).
+    Privacy (split, calibrate, record): ``nu1`` is the multiplier of one Gaussian mechanism that meets
+    ``(epsilon, delta)`` under ``accountant``; the run's events are ``T`` subproblems on disjoint batches
+    (parallel composition: given the past, a record only enters its own subproblem), each ``K`` Gaussian steps of
+    multiplier ``nu``, and ``nu`` is calibrated on exactly those events (``nu = nu1 sqrt(K)`` under GDP, which
+    is exact). ``accountant``: ``"gdp"`` (default; the analytic Gaussian calibration of earlier versions),
+    ``"best"`` (the tightest valid accountant: GDP here), ``"rdp"``.
     """
     n = check_int(n, "n", lo=2)
     d = check_int(d, "d", lo=1)
@@ -533,10 +632,11 @@ def proximal_weakly_convex_theory_params(
     L0 = check_positive(L0, "L0")
     rho = check_positive(rho, "rho")
     D = check_positive(D, "D")
+    accountant = check_accountant(accountant)
     beta = 2.0 * rho if beta is None else check_positive(beta, "beta")
     if beta <= rho:
         raise ValueError(f"beta must exceed rho = {rho!r} (strongly convex subproblems), got beta={beta!r}")
-    nu1 = gaussian_sigma_analytic(1.0, epsilon=epsilon, delta=delta)
+    nu1 = gaussian_noise_multiplier(epsilon, delta, accountant=accountant).value
     G = L0 + beta * D
     if n_outer is not None:
         T_grid = np.array([check_int(n_outer, "n_outer", lo=1, hi=n // 2)])
@@ -546,26 +646,19 @@ def proximal_weakly_convex_theory_params(
     c_K = check_positive(inner_constant, "inner_constant")
     K = (np.full(T_grid.shape, check_int(inner_steps, "inner_steps", lo=1)) if inner_steps is not None
          else _inner_steps(N, d, nu1, L0, G))
-    tot = proximal_weakly_convex_bound(n, d, nu1, L0, rho, D, T_grid, K, beta)["total_sq"]
+    bound_kw = {"d": d, "nu1": nu1, "L0": L0, "rho": rho, "D": D, "beta": beta}
+    tot = proximal_weakly_convex_bound(n, T=T_grid, K=K, **bound_kw)["total_sq"]
     i = int(np.argmin(tot))
     T, Kc, Nc = int(T_grid[i]), int(K[i]), int(N[i])
     if inner_steps is None and c_K != 1.0:
         Kc = int(_inner_steps(np.array([float(Nc)]), d, nu1, L0, G, c_K)[0])
-    terms = {k: float(v) for k, v in proximal_weakly_convex_bound(n, d, nu1, L0, rho, D, T, Kc, beta).items()}
-    nu = nu1 * math.sqrt(Kc)
-    return {
-        "T": T,
-        "batch_size": Nc,
-        "inner_steps": Kc,
-        "beta": beta,
-        "mu": beta - rho,
-        "nu1": nu1,
-        "noise_multiplier": nu,
-        "noise_std": 2.0 * L0 * nu / Nc,
-        "records_used": T * Nc,
-        "bound": terms,
-        "rate_bound": terms["total"],
-    }
+    terms = {k: float(v) for k, v in proximal_weakly_convex_bound(n, T=T, K=Kc, **bound_kw).items()}
+    nu = _prox_noise_multiplier(epsilon, delta, Kc, T, accountant, nu1 * math.sqrt(Kc))
+    return ProximalWeaklyConvexParams(
+        T=T, batch_size=Nc, inner_steps=Kc, beta=beta, mu=beta - rho, nu1=nu1, noise_multiplier=nu,
+        noise_std=2.0 * L0 * nu / Nc, accountant=accountant, records_used=T * Nc, bound=terms,
+        rate_bound=terms["total"],
+    )
 
 
 def _projector(fset: Any) -> Any:
@@ -576,15 +669,6 @@ def _projector(fset: Any) -> Any:
         r = float(fset.radius)
         return lambda v: project_l1_ball(v, r)
     return fset.project
-
-
-def _prox_ledger(nu: float, K: int, T: int) -> PrivacyLedger:
-    parts = []
-    for t in range(T):
-        led = PrivacyLedger()
-        led.record_gaussian(nu, count=K, label=f"noisy subgradient steps of subproblem {t} (Spec N1)")
-        parts.append(led)
-    return PrivacyLedger.parallel(*parts, label="disjoint batches of the proximal subproblems (Spec N1)")
 
 
 def run_private_proximal_weakly_convex(
@@ -598,6 +682,7 @@ def run_private_proximal_weakly_convex(
     inner_steps: int | None = None,
     inner_constant: float = 1.0,
     beta: float | None = None,
+    accountant: str = "gdp",
     trace: bool = False,
     _noise_multiplier: float = 1.0,
 ) -> Result:
@@ -608,9 +693,8 @@ def run_private_proximal_weakly_convex(
     subgradient steps from ``y_1 = x_t``:
     ``y_{k+1} = Proj_X(y_k - eta_k (mean_{S_t} g(y_k; z) + beta (y_k - x_t) + N(0, sigma^2 I)))``,
     ``eta_k = 2/(mu (k+1))``, and set ``x_{t+1} = sum_k k y_k / sum_k k``. Output ``x_tau``, ``tau`` uniform on
-    ``{0, ..., T-1}``. ``sigma = 2 L0 nu/N`` with ``nu = nu1 sqrt(K)``; each subproblem is one
-    ``(epsilon, delta)``-DP Gaussian mechanism after composition (mu-GDP) and the subproblems use disjoint
-    data (parallel composition), so the ledger certifies ``(epsilon, delta)``.
+    ``{0, ..., T-1}``. ``sigma = 2 L0 nu/N`` with ``nu`` calibrated on the run's events (``K`` Gaussian steps per
+    subproblem, subproblems on disjoint data: parallel composition), so the ledger certifies ``(epsilon, delta)``.
     Parameters and the bound: :func:`proximal_weakly_convex_theory_params`.
 
     Parameters
@@ -627,6 +711,9 @@ def run_private_proximal_weakly_convex(
         Override ``T``, ``K``, ``beta``.
     inner_constant : float
         ``c_K`` of the theory parameters (number of inner steps).
+    accountant : str
+        Calibrates the noise (:func:`proximal_weakly_convex_theory_params`): ``"gdp"`` (default, exact) or
+        ``"best"`` (the tightest valid accountant, GDP here), ``"rdp"``.
     trace : bool
         Record the outer iterates ``x_0, ..., x_T`` (``(T + 1, d)``).
     _noise_multiplier : float
@@ -641,21 +728,47 @@ def run_private_proximal_weakly_convex(
     rng = check_rng(rng)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
+    accountant = check_accountant(accountant)
+    trace = check_bool(trace, "trace")
     noise_mult = check_positive(_noise_multiplier, "_noise_multiplier")
     L0, rho, D = _weakly_convex_constants(problem)
     data = problem.validate_data(data)
     n = data.n
     if n < 2:
         raise ValueError(f"data must hold n >= 2 records, got {n}")
-    prm = proximal_weakly_convex_theory_params(n, problem.d, epsilon, delta, L0, rho, D,
+    prm = proximal_weakly_convex_theory_params(n, d=problem.d, epsilon=epsilon, delta=delta, L0=L0, rho=rho, D=D,
                                                n_outer=n_outer, inner_steps=inner_steps,
-                                               inner_constant=inner_constant, beta=beta)
-    T, N, K, bta, mu = prm["T"], prm["batch_size"], prm["inner_steps"], prm["beta"], prm["mu"]
-    sigma = prm["noise_std"] * noise_mult
+                                               inner_constant=inner_constant, beta=beta, accountant=accountant)
+    tau = int(rng.integers(0, prm.T))
+    iterates = _prox_loop(problem, data, rng, T=prm.T, batch_size=prm.batch_size, inner_steps=prm.inner_steps,
+                          beta=prm.beta, mu=prm.mu, noise_std=prm.noise_std * noise_mult)
+    ledger = PrivacyLedger()
+    ledger.record(_prox_event(prm.noise_multiplier, prm.inner_steps, prm.T,
+                              label="noisy subgradient steps of the proximal subproblems, disjoint batches (Spec N1)"))
+    params = prm.as_dict()
+    params.update(n=n, tau=tau)
+    info = {
+        "method": "private_proximal_weakly_convex",
+        "spec": "N1",
+        "paper": "BGM21",
+        "x_last": iterates[-1].copy(),
+        "lipschitz_l2": L0,
+        "rho": rho,
+        "diameter_l2": D,
+        "noise_multiplier_hook": noise_mult,
+        "gradient_evaluations": prm.T * prm.inner_steps * prm.batch_size,
+    }
+    tr = {"x": iterates} if trace else None
+    return Result(x=iterates[tau].copy(), trace=tr, params=params, ledger=ledger, info=info)
+
+
+def _prox_loop(problem: Problem, data: Dataset, rng: np.random.Generator, *, T: int, batch_size: int,
+               inner_steps: int, beta: float, mu: float, noise_std: float) -> np.ndarray:
+    """The outer iterates ``x_0, ..., x_T`` of :func:`run_private_proximal_weakly_convex` (inputs validated)."""
+    N, K, bta, sigma = batch_size, inner_steps, beta, noise_std
     fset = problem.feasible_set
     project = _projector(fset)
     mean_grad = problem._mean_grad
-    tau = int(rng.integers(0, T))
     x = np.asarray(fset.center(), dtype=np.float64).copy()
     iterates = np.empty((T + 1, x.size))
     iterates[0] = x
@@ -673,19 +786,4 @@ def run_private_proximal_weakly_convex(
             y = project(y - etas[k] * g)
         x = avg
         iterates[t + 1] = x
-    ledger = _prox_ledger(prm["noise_multiplier"], K, T)
-    params = dict(prm)
-    params.update(n=n, tau=tau)
-    info = {
-        "method": "private_proximal_weakly_convex",
-        "spec": "N1",
-        "paper": "BGM21",
-        "x_last": iterates[-1].copy(),
-        "lipschitz_l2": L0,
-        "rho": rho,
-        "diameter_l2": D,
-        "noise_multiplier_hook": noise_mult,
-        "gradient_evaluations": T * K * N,
-    }
-    tr = {"x": iterates} if trace else None
-    return Result(x=iterates[tau].copy(), trace=tr, params=params, ledger=ledger, info=info)
+    return iterates
