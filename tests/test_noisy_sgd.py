@@ -27,20 +27,34 @@ def test_l2_constants_of_l1_problems():
 
 def test_theory_params_closed_form():
     n, d, eps, delta = 10_000, 50, 1.0, 1e-6
-    p = noisy_sgd_theory_params(n, d, eps, delta, 2.0, 2.0)
+    p = noisy_sgd_theory_params(n, d=d, epsilon=eps, delta=delta, L0_2=2.0, D_2=2.0)
     T = min(n // 8, math.floor(n * n * eps * eps / (32 * d * math.log(1 / delta))))
-    assert p["T"] == T == 1250
+    assert p.T == T == 1250
     b = math.floor(n * math.sqrt(eps / (4 * T)))
-    assert p["batch_size"] == b
+    assert p.batch_size == b
     E = math.ceil(T / (n // b))
-    assert p["epochs"] == E
-    assert p["noise_multiplier"] == pytest.approx(math.sqrt(E) * gaussian_sigma_analytic(1.0, epsilon=eps, delta=delta))
-    assert p["sigma"] == pytest.approx(p["noise_multiplier"] * 2 * 2.0 / b)
-    G = math.sqrt(4.0 + d * p["sigma"] ** 2)
-    assert p["step_size"] == pytest.approx(2.0 / (G * math.sqrt(T)))
+    assert p.epochs == E
+    # the budget path (calibrate under GDP) reproduces the analytic Gaussian calibration of earlier versions
+    nu_old = math.sqrt(E) * gaussian_sigma_analytic(1.0, epsilon=eps, delta=delta)
+    assert p.noise_multiplier == pytest.approx(nu_old, rel=1e-10) and p.accountant == "gdp"
+    assert p.sigma == pytest.approx(p.noise_multiplier * 2 * 2.0 / b)
+    G = math.sqrt(4.0 + d * p.sigma ** 2)
+    assert p.step_size == pytest.approx(2.0 / (G * math.sqrt(T)))
+    assert p.as_dict()["epochs"] == E
     # high dimension: the BFTT19 step count shrinks like 1/d
-    hi = noisy_sgd_theory_params(n, 10 * d, eps, delta, 2.0, 2.0)
-    assert hi["T"] == math.floor(n * n * eps * eps / (32 * 10 * d * math.log(1 / delta)))
+    hi = noisy_sgd_theory_params(n, d=10 * d, epsilon=eps, delta=delta, L0_2=2.0, D_2=2.0)
+    assert hi.T == math.floor(n * n * eps * eps / (32 * 10 * d * math.log(1 / delta)))
+
+
+def test_accountants():
+    kw = dict(d=50, epsilon=1.0, delta=1e-6, L0_2=2.0, D_2=2.0)
+    gdp = noisy_sgd_theory_params(10_000, **kw)
+    best = noisy_sgd_theory_params(10_000, accountant="best", **kw)
+    rdp = noisy_sgd_theory_params(10_000, accountant="rdp", **kw)
+    assert best.noise_multiplier == pytest.approx(gdp.noise_multiplier, rel=1e-9)  # GDP is exact: the best
+    assert rdp.noise_multiplier > gdp.noise_multiplier
+    with pytest.raises(ValueError, match="accountant"):
+        noisy_sgd_theory_params(10_000, accountant="kov", **kw)
 
 
 @pytest.mark.parametrize("eps", [0.3, 1.0, 4.0])
@@ -52,8 +66,9 @@ def test_ledger_certifies_target_and_matches_dp_accounting(eps, delta, n):
     res = run_noisy_sgd(pr, data, epsilon=eps, delta=delta, rng=np.random.default_rng(0))
     led = res.ledger
     assert led.total_count == res.params["epochs"]
-    assert led.epsilon(delta) <= eps * (1 + 1e-9)
-    assert led.epsilon(delta, method="gdp") == pytest.approx(eps, rel=1e-6)  # calibration is exact
+    assert res.certified_epsilon(delta) <= eps * (1 + 1e-12)
+    assert res.certified_epsilon(delta, "gdp") == pytest.approx(eps, rel=1e-9)  # calibration is exact
+    assert "certified_epsilon" not in res.info and res.relation == "replace_one"
     # Oracle: Google's PLD accountant on E compositions of the Gaussian mechanism with this multiplier.
     acc = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-4)
     acc.compose(dp_accounting.GaussianDpEvent(res.params["noise_multiplier"]), res.params["epochs"])
@@ -65,7 +80,8 @@ def test_noise_grows_with_dimension_on_l1_problem():
     sig = []
     for d in (100, 400):
         L0_2, D_2 = l2_constants(hard_least_squares(1.0, d, set_kind="l1ball"))
-        sig.append(noisy_sgd_theory_params(1000, d, 1.0, 1e-5, L0_2, D_2, steps=50, batch_size=100)["sigma"])
+        sig.append(noisy_sgd_theory_params(1000, d=d, epsilon=1.0, delta=1e-5, L0_2=L0_2, D_2=D_2, steps=50,
+                                           batch_size=100).sigma)
     assert sig[1] / sig[0] == pytest.approx(2.0)
 
 
@@ -113,12 +129,14 @@ def small():
         ({"step_size": 0.0}, "step_size"),
         ({"step_size": -1.0}, "step_size"),
         ({"rng": None}, "rng"),
+        ({"accountant": "optimal"}, "accountant"),
+        ({"trace": 1}, "trace"),
     ],
 )
 def test_invalid_inputs(small, kwargs, match):
     pr, data = small
     args = {"epsilon": 1.0, "delta": 1e-5, "rng": np.random.default_rng(0)} | kwargs
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises((ValueError, TypeError), match=match):
         run_noisy_sgd(pr, data, **args)
 
 

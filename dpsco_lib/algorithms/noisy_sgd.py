@@ -35,10 +35,12 @@ compute the same update given the past, so an epoch costs one Gaussian mechanism
 ``2 L0_2 / b`` (parallel composition, adaptively), and the run is the adaptive composition of ``E``
 Gaussian mechanisms with noise multiplier ``nu = sigma b / (2 L0_2)``. That composition is exactly a
 Gaussian mechanism with multiplier ``nu / sqrt E`` (mu-GDP, DRS22), so the smallest ``nu`` that is
-``(eps, delta)``-DP is ``nu = sqrt(E) * gaussian_sigma_analytic(1, eps, delta)`` (Balle-Wang, exact). The
-ledger records ``E`` Gaussian events; ``ledger.epsilon(delta)`` (GDP / RDP) certifies ``<= eps``.
+``(eps, delta)``-DP is ``nu = sqrt(E) * nu_1`` with ``nu_1`` the analytic Gaussian multiplier (Balle-Wang,
+exact). The noise is solved by the privacy budget path: ``calibrate`` over the ``E`` Gaussian events the
+ledger records (``accountant="gdp"`` by default, which is that exact curve), so
+``result.certified_epsilon(delta) <= eps`` by construction.
 (Without amplification by subsampling the per-step noise std on the batch mean is
-``2 L0_2 nu_1 sqrt(T) / sqrt(n b)`` with ``nu_1 = gaussian_sigma_analytic(1, eps, delta)``, larger than BFTT19's
+``2 L0_2 nu_1 sqrt(T) / sqrt(n b)`` with ``nu_1`` as above, larger than BFTT19's
 ``~ L0_2 sqrt(T ln(1/delta)) / (n eps)`` by a factor of order ``sqrt(n / b)``: no loss when the BFTT19
 batch size is the whole dataset (``eps >= 4T``, as in notebook 05).)
 
@@ -48,19 +50,20 @@ The library works in the idealized real-arithmetic model with float64 noise from
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from dpsco_lib._validation import check_delta, check_epsilon, check_int, check_positive, check_rng
+from dpsco_lib._validation import check_bool, check_delta, check_epsilon, check_int, check_positive, check_rng
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.geometry.norms import dual_exponent
 from dpsco_lib.privacy.accounting import PrivacyLedger
-from dpsco_lib.privacy.mechanisms import gaussian_sigma_analytic
+from dpsco_lib.privacy.accounting.budget import check_accountant, gaussian_noise_multiplier
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
 
-__all__ = ["l2_constants", "noisy_sgd_theory_params", "run_noisy_sgd"]
+__all__ = ["NoisySgdParams", "l2_constants", "noisy_sgd_theory_params", "run_noisy_sgd"]
 
 
 def l2_constants(problem: Problem) -> tuple[float, float]:
@@ -73,37 +76,87 @@ def l2_constants(problem: Problem) -> tuple[float, float]:
     return L0_2, float(problem.feasible_set.diameter(2.0))
 
 
+@dataclass(frozen=True)
+class NoisySgdParams:
+    """Parameters of noisy SGD (Spec S2) fixed by BFTT19 and the exact noise calibration.
+
+    Attributes
+    ----------
+    T : int
+        Steps.
+    batch_size : int
+        ``b``.
+    batches_per_epoch : int
+        ``floor(n / b)``.
+    epochs : int
+        ``E = ceil(T / batches_per_epoch)``: the number of Gaussian mechanisms the ledger records.
+    noise_multiplier : float
+        ``nu``: the calibrated multiplier of one epoch's Gaussian mechanism (sensitivity ``2 L0_2 / b``).
+    sigma : float
+        Per-coordinate std of the noise on the batch-mean gradient, ``2 L0_2 nu / b``.
+    step_size : float
+        ``eta``.
+    G, L0_2, D_2, sgd_bound, rate_bound : float
+        Second moment of the noisy gradient, l2 constants, ``D_2 G / sqrt T`` and
+        ``L0_2 D_2 (1/sqrt n + sqrt(d ln(1/delta))/(eps n))``.
+    accountant : str
+        The accountant that calibrated ``noise_multiplier``.
+    """
+
+    T: int
+    batch_size: int
+    batches_per_epoch: int
+    epochs: int
+    noise_multiplier: float
+    sigma: float
+    step_size: float
+    G: float
+    L0_2: float
+    D_2: float
+    sgd_bound: float
+    rate_bound: float
+    accountant: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def noisy_sgd_theory_params(
     n: int,
+    *,
     d: int,
     epsilon: float,
     delta: float,
     L0_2: float,
     D_2: float,
-    *,
     steps: int | None = None,
     batch_size: int | None = None,
     step_size: float | None = None,
-) -> dict[str, Any]:
+    accountant: str = "gdp",
+) -> NoisySgdParams:
     r"""BFTT19 parameters of noisy SGD and the exact noise calibration for disjoint batches (Spec S2).
 
     Parameters
     ----------
-    n, d : int
-        Records and dimension.
+    n : int
+        Records.
+    d : int
+        Dimension.
     epsilon, delta : float
         Target; ``delta`` in (0, 1) (a Gaussian mechanism is never pure DP).
     L0_2, D_2 : float
         l2 Lipschitz constant and Euclidean diameter (see :func:`l2_constants`).
     steps, batch_size, step_size : optional
         Overrides of ``T``, ``b`` (``1 <= b <= n``) and ``eta > 0``.
+    accountant : str
+        Calibrates the multiplier ``nu`` of the ``E`` Gaussian events the run records
+        (:func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier`): ``"gdp"`` (default; exact
+        for Gaussian events, the analytic Gaussian calibration of earlier versions), ``"best"`` (the tightest
+        valid accountant, here GDP as well), ``"rdp"`` or ``"pld"``.
 
     Returns
     -------
-    dict
-        ``T``, ``batch_size`` (b), ``batches_per_epoch``, ``epochs`` (E), ``noise_multiplier`` (nu),
-        ``sigma`` (per-coordinate std of the noise on the batch-mean gradient), ``step_size``, ``G``,
-        ``sgd_bound`` = ``D_2 G / sqrt T`` and ``rate_bound`` = ``L0_2 D_2 (1/sqrt n + sqrt(d ln(1/delta))/(eps n))``.
+    NoisySgdParams
     """
     n = check_int(n, "n", lo=1)
     d = check_int(d, "d", lo=1)
@@ -111,6 +164,7 @@ def noisy_sgd_theory_params(
     delta = check_delta(delta, allow_zero=False)
     L0_2 = check_positive(L0_2, "L0_2")
     D_2 = check_positive(D_2, "D_2")
+    accountant = check_accountant(accountant)
     log_inv = math.log(1.0 / delta)
     if steps is None:
         T = max(1, min(n // 8, int(math.floor(n * n * epsilon * epsilon / (32.0 * d * log_inv)))))
@@ -124,24 +178,15 @@ def noisy_sgd_theory_params(
             raise ValueError(f"batch_size must lie in [1, n] = [1, {n}], got {b}")
     per_epoch = n // b
     epochs = -(-T // per_epoch)
-    nu = math.sqrt(epochs) * gaussian_sigma_analytic(1.0, epsilon=epsilon, delta=delta)
+    nu = gaussian_noise_multiplier(epsilon, delta, count=epochs, accountant=accountant).value
     sigma = nu * 2.0 * L0_2 / b
     G = math.sqrt(L0_2**2 + d * sigma**2)
     eta = D_2 / (G * math.sqrt(T)) if step_size is None else check_positive(step_size, "step_size")
-    return {
-        "T": T,
-        "batch_size": b,
-        "batches_per_epoch": per_epoch,
-        "epochs": epochs,
-        "noise_multiplier": nu,
-        "sigma": sigma,
-        "step_size": eta,
-        "G": G,
-        "L0_2": L0_2,
-        "D_2": D_2,
-        "sgd_bound": D_2 * G / math.sqrt(T),
-        "rate_bound": L0_2 * D_2 * (1.0 / math.sqrt(n) + math.sqrt(d * log_inv) / (epsilon * n)),
-    }
+    return NoisySgdParams(
+        T=T, batch_size=b, batches_per_epoch=per_epoch, epochs=epochs, noise_multiplier=nu, sigma=sigma,
+        step_size=eta, G=G, L0_2=L0_2, D_2=D_2, sgd_bound=D_2 * G / math.sqrt(T),
+        rate_bound=L0_2 * D_2 * (1.0 / math.sqrt(n) + math.sqrt(d * log_inv) / (epsilon * n)), accountant=accountant,
+    )
 
 
 def run_noisy_sgd(
@@ -154,6 +199,7 @@ def run_noisy_sgd(
     steps: int | None = None,
     batch_size: int | None = None,
     step_size: float | None = None,
+    accountant: str = "gdp",
     trace: bool = False,
 ) -> Result:
     r"""Projected noisy mini-batch SGD in l2 (Spec S2; BFTT19), ``(epsilon, delta)``-DP under replace-one.
@@ -173,13 +219,16 @@ def run_noisy_sgd(
     rng : numpy.random.Generator
     steps, batch_size, step_size : optional
         Overrides (``1 <= batch_size <= n``, ``step_size > 0``, ``steps >= 1``).
+    accountant : str
+        The accountant that calibrates the noise (:func:`noisy_sgd_theory_params`): ``"gdp"`` (default, exact)
+        or ``"best"`` (the tightest valid accountant; GDP for these Gaussian events), ``"rdp"``, ``"pld"``.
     trace : bool
         Record the running iterate average at the end of each epoch (``x_avg_epoch``, shape (E, d)).
 
     Returns
     -------
     Result
-        ``x`` = the iterate average; ``params`` from :func:`noisy_sgd_theory_params`; ``ledger`` with ``E``
+        ``x`` = the iterate average; ``params`` = :func:`noisy_sgd_theory_params` as a dict; ``ledger`` with ``E``
         Gaussian events of multiplier ``nu``.
     """
     if not isinstance(problem, Problem):
@@ -187,14 +236,15 @@ def run_noisy_sgd(
     rng = check_rng(rng)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
+    accountant = check_accountant(accountant)
+    trace = check_bool(trace, "trace")
     data = problem.validate_data(data)
     n, d = data.n, problem.d
     L0_2, D_2 = l2_constants(problem)
-    params = noisy_sgd_theory_params(
-        n, d, epsilon, delta, L0_2, D_2, steps=steps, batch_size=batch_size, step_size=step_size
-    )
-    T, b, per_epoch = params["T"], params["batch_size"], params["batches_per_epoch"]
-    sigma, eta = params["sigma"], params["step_size"]
+    params = noisy_sgd_theory_params(n, d=d, epsilon=epsilon, delta=delta, L0_2=L0_2, D_2=D_2, steps=steps,
+                                     batch_size=batch_size, step_size=step_size, accountant=accountant)
+    T, b, per_epoch = params.T, params.batch_size, params.batches_per_epoch
+    sigma, eta = params.sigma, params.step_size
     fset = problem.feasible_set
     x = np.asarray(fset.center(), dtype=np.float64).copy()
     x_sum = np.zeros(d)
@@ -216,10 +266,10 @@ def run_noisy_sgd(
             snaps.append(x_sum / t)
     ledger = PrivacyLedger()
     ledger.record_gaussian(
-        params["noise_multiplier"],
-        count=params["epochs"],
+        params.noise_multiplier,
+        count=params.epochs,
         label="noisy SGD: one Gaussian per epoch (disjoint batches, sensitivity 2 L0_2 / b) (Spec S2)",
     )
     tr = {"x_avg_epoch": np.asarray(snaps)} if trace else None
     info = {"method": "noisy_sgd", "spec": "S2", "paper": "BFTT19", "gradient_evaluations": T * b}
-    return Result(x=x_sum / T, trace=tr, params=dict(params, n=n), ledger=ledger, info=info)
+    return Result(x=x_sum / T, trace=tr, params=dict(params.as_dict(), n=n), ledger=ledger, info=info)
