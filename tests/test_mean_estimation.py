@@ -211,39 +211,43 @@ def test_fmt21_closed_form_value():
     c = 8 * math.e / n
     e1 = math.log(1 + a + c)
     want = math.log(1 + (1 - math.exp(-1)) / (1 + math.exp(-1 - e1)) * (a + c))
-    assert shuffle_epsilon_fmt21(eps0, n, delta) == pytest.approx(want, rel=1e-14)
+    assert shuffle_epsilon_fmt21(eps0, n=n, delta=delta) == pytest.approx(want, rel=1e-14)
     # outside the theorem's range: no amplification claimed
-    assert shuffle_epsilon_fmt21(5.0, 1000, 1e-6) == 5.0
+    assert shuffle_epsilon_fmt21(5.0, n=1000, delta=1e-6) == 5.0
     # monotone decreasing in n, ~ n^{-1/2}
-    vals = [shuffle_epsilon_fmt21(1.0, n, 1e-6) for n in (10**4, 10**6)]
+    vals = [shuffle_epsilon_fmt21(1.0, n=n, delta=1e-6) for n in (10**4, 10**6)]
     assert vals[1] < vals[0]
     assert math.log(vals[0] / vals[1]) / math.log(100) == pytest.approx(0.5, abs=0.05)
 
 
 def test_efmrtt19_value_and_range():
-    assert shuffle_epsilon_efmrtt19(0.25, 10**6, 1e-6) == pytest.approx(12 * 0.25 * math.sqrt(math.log(1e6) / 1e6))
-    assert shuffle_epsilon_efmrtt19(0.6, 10**6, 1e-6) == 0.6
+    assert shuffle_epsilon_efmrtt19(0.25, n=10**6, delta=1e-6) == pytest.approx(
+        12 * 0.25 * math.sqrt(math.log(1e6) / 1e6))
+    with pytest.raises(TypeError):
+        shuffle_epsilon_efmrtt19(0.25, 10**6, 1e-6)  # keyword-only after eps0: (n, delta) cannot be swapped
+    assert shuffle_epsilon_efmrtt19(0.6, n=10**6, delta=1e-6) == 0.6
     with pytest.raises(ValueError, match="delta"):
-        shuffle_epsilon_efmrtt19(0.25, 10**6, 0.0)
+        shuffle_epsilon_efmrtt19(0.25, n=10**6, delta=0.0)
 
 
 def test_shuffled_rr_exact_is_a_lower_bound_of_the_upper_bounds():
     # n = 1: no shuffling gain; exact delta of binary RR at eps0 is 0 and just below it positive.
-    assert shuffled_rr_delta_exact(1.0, 1, 1.0) == pytest.approx(0.0, abs=1e-15)
-    assert shuffled_rr_delta_exact(1.0, 1, 0.9) > 0
+    assert shuffled_rr_delta_exact(1.0, n=1, epsilon=1.0) == pytest.approx(0.0, abs=1e-15)
+    assert shuffled_rr_delta_exact(1.0, n=1, epsilon=0.9) > 0
     # closed form for n = 1: delta(eps) = (e^eps0 - e^eps)/(1 + e^eps0)
-    assert shuffled_rr_delta_exact(1.0, 1, 0.5) == pytest.approx((math.e - math.exp(0.5)) / (1 + math.e), rel=1e-12)
+    assert shuffled_rr_delta_exact(1.0, n=1, epsilon=0.5) == pytest.approx((math.e - math.exp(0.5)) / (1 + math.e),
+                                                                           rel=1e-12)
     for n in (2000, 20_000, 200_000):
-        lo = shuffled_rr_exact_epsilon(1.0, n, 1e-6)
-        hi = shuffle_epsilon_fmt21(1.0, n, 1e-6)
+        lo = shuffled_rr_exact_epsilon(1.0, n=n, delta=1e-6)
+        hi = shuffle_epsilon_fmt21(1.0, n=n, delta=1e-6)
         assert 0 < lo <= hi < 1.0
 
 
 def test_shuffle_bad_inputs():
     with pytest.raises(ValueError, match="eps0"):
-        shuffle_epsilon_fmt21(-1.0, 100, 1e-6)
+        shuffle_epsilon_fmt21(-1.0, n=100, delta=1e-6)
     with pytest.raises(ValueError, match="n"):
-        shuffled_rr_exact_epsilon(1.0, 0, 1e-6)
+        shuffled_rr_exact_epsilon(1.0, n=0, delta=1e-6)
 
 
 @pytest.mark.statistical

@@ -224,7 +224,7 @@ def central_mean_estimate(
 # ---------------------------------------------------------------------------------------------------------
 # D3: shuffle amplification (illustration)
 # ---------------------------------------------------------------------------------------------------------
-def shuffle_epsilon_fmt21(eps0: float, n: int, delta: float) -> float:
+def shuffle_epsilon_fmt21(eps0: float, *, n: int, delta: float) -> float:
     r"""Closed-form amplification-by-shuffling bound of Feldman, McMillan and Talwar (2021), Theorem 3.1.
 
     For :math:`\varepsilon_0`-DP local randomizers, :math:`n` users and :math:`\delta \in (0, 1)` with
@@ -255,7 +255,7 @@ def shuffle_epsilon_fmt21(eps0: float, n: int, delta: float) -> float:
     return min(e0, math.log1p(b / dd * (a + c)))
 
 
-def shuffle_epsilon_efmrtt19(eps0: float, n: int, delta: float) -> float:
+def shuffle_epsilon_efmrtt19(eps0: float, *, n: int, delta: float) -> float:
     r"""Amplification by shuffling (Erlingsson et al. 2019): :math:`12\varepsilon_0\sqrt{\log(1/\delta)/n}`.
 
     Stated for :math:`\varepsilon_0 < 1/2`, :math:`n \ge 1000`, :math:`\delta < 1/100` (the
@@ -287,7 +287,7 @@ def _shuffled_rr_logpmfs(eps0: float, n: int) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def shuffled_rr_delta_exact(eps0: float, n: int, epsilon: float) -> float:
+def shuffled_rr_delta_exact(eps0: float, *, n: int, epsilon: float) -> float:
     r"""Exact :math:`\delta(\varepsilon)` of the shuffled randomized-response count for one neighbouring pair.
 
     The pair is :math:`D = (0,\dots,0)`, :math:`D' = (0,\dots,0,1)`; the shuffled output of binary
@@ -309,7 +309,7 @@ def shuffled_rr_delta_exact(eps0: float, n: int, epsilon: float) -> float:
     return out
 
 
-def shuffled_rr_exact_epsilon(eps0: float, n: int, delta: float) -> float:
+def shuffled_rr_exact_epsilon(eps0: float, *, n: int, delta: float) -> float:
     """Smallest epsilon with :func:`shuffled_rr_delta_exact` <= delta (bisection); a lower bound on the
     central epsilon of shuffled randomized response. Spec D3.
 
@@ -318,13 +318,13 @@ def shuffled_rr_exact_epsilon(eps0: float, n: int, delta: float) -> float:
     e0 = check_epsilon(eps0, "eps0")
     n = check_int(n, "n", lo=1)
     dlt = check_delta(delta, allow_zero=False)
-    if shuffled_rr_delta_exact(e0, n, 0.0) <= dlt:
+    if shuffled_rr_delta_exact(e0, n=n, epsilon=0.0) <= dlt:
         return 0.0
     # lower-bound inversion (not a budget solve): bisection on the exact one-pair curve
     lo, hi = 0.0, e0
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        if shuffled_rr_delta_exact(e0, n, mid) <= dlt:
+        if shuffled_rr_delta_exact(e0, n=n, epsilon=mid) <= dlt:
             hi = mid
         else:
             lo = mid
