@@ -25,19 +25,27 @@ Privacy of the same run, three ways (:func:`dp_sgd_epsilons`):
 * The privacy-loss-distribution accountant of dp-accounting (:func:`dp_sgd_epsilon_pld`) as the reference
   (a numerically tight upper bound with pessimistic discretization).
 
+Noise calibration (:func:`dp_sgd_noise_multiplier`, used by :func:`run_dp_sgd`): the smallest noise multiplier
+whose certificate of the events the run records (``steps`` Poisson-subsampled Gaussian steps, add/remove
+relation) is at most the target, solved by :func:`~dpsco_lib.privacy.accounting.budget.calibrate`, which
+inverts the ledger's own certification. ``accountant="rdp"`` (default; the moments accountant of Thm 3.1, the
+calibration of earlier versions) or ``"pld"``/``"best"`` (the tightest valid accountant here: dp-accounting's
+PLD, less noise; about 5 s per calibration, cached).
+
 The library works in the idealized real-arithmetic model with float64 noise and a non-cryptographic RNG.
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 
 from dpsco_lib._validation import (
     check_array,
+    check_bool,
     check_delta,
     check_epsilon,
     check_int,
@@ -47,7 +55,11 @@ from dpsco_lib._validation import (
 )
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.privacy.accounting import PrivacyLedger, advanced_composition_epsilon
+from dpsco_lib.privacy.accounting.budget import calibrate, check_accountant
+from dpsco_lib.privacy.accounting.events import DpEvent, SelfComposedEvent, SubsampledGaussianEvent
 from dpsco_lib.privacy.mechanisms import gaussian_epsilon_analytic
+from dpsco_lib.problems.base import Problem, SaddleProblem
+from dpsco_lib.problems.dataset import Dataset
 
 __all__ = [
     "clip_rows",
@@ -68,30 +80,47 @@ def clip_rows(G: np.ndarray, clip: float) -> np.ndarray:
     return G * scale[:, None]
 
 
-def _check_problem(problem: Any) -> None:
-    for attr in ("grad", "feasible_set", "d"):
-        if not hasattr(problem, attr):
-            raise ValueError(
-                f"problem must provide .{attr} (a dpsco_lib.problems.Problem), got {type(problem).__name__}"
-            )
+def _check_problem(problem: Any) -> Problem:
+    if isinstance(problem, SaddleProblem) or not isinstance(problem, Problem):
+        raise ValueError(
+            f"problem must be a dpsco_lib.problems.Problem (a minimization problem), got {type(problem).__name__}"
+        )
+    return problem
+
+
+def _start(problem: Problem, x0: Any) -> np.ndarray:
+    d, fset = problem.d, problem.feasible_set
+    if x0 is None:
+        x = np.array(fset.center(), dtype=np.float64) if hasattr(fset, "center") else np.zeros(d)
+    else:
+        x = check_array(x0, "x0", shape=(d,))
+    return fset.project(x)
 
 
 def run_dp_sgd(
-    problem: Any,
-    data: Any,
+    problem: Problem,
+    data: Dataset,
     *,
-    noise_multiplier: float,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
     sampling_rate: float,
     steps: int,
     clip: float,
-    lr: float,
-    rng: np.random.Generator,
+    step_size: float,
+    accountant: str = "rdp",
     x0: np.ndarray | None = None,
     average: bool = True,
-    trace_every: int = 0,
+    trace: bool = False,
+    trace_every: int = 1,
     normalizer: float | None = None,
+    _noise_factor: float = 1.0,
 ) -> Result:
     r"""DP-SGD with Poisson subsampling, per-sample clipping and projection (Spec D4; ACGMMTZ16).
+
+    ``(epsilon, delta)``-DP under the **add/remove** neighbouring relation (``result.relation``): the noise
+    multiplier is :func:`dp_sgd_noise_multiplier` ``(epsilon, delta=delta, sampling_rate=q, steps=T,
+    accountant=accountant)`` and the ledger records the ``T`` subsampled Gaussian steps it was calibrated for.
 
     Parameters
     ----------
@@ -99,59 +128,87 @@ def run_dp_sgd(
         Provides per-sample gradients ``problem.grad(x, batch)`` of shape ``(m, d)`` and
         ``problem.feasible_set.project``.
     data : Dataset
-        The ``n`` records (``data[idx]`` selects a batch).
-    noise_multiplier : float
-        :math:`\sigma > 0`: the noise standard deviation is :math:`\sigma C` on the clipped sum.
+        The ``n`` records within the problem's declared bounds (``data[idx]`` selects a batch).
+    epsilon, delta : float
+        Target; ``delta`` in (0, 1) (a Gaussian mechanism is never pure DP).
+    rng : numpy.random.Generator
     sampling_rate : float
         Poisson rate :math:`q \in (0, 1]` (expected batch size :math:`qn`).
     steps : int
         Number of steps :math:`T \ge 1`.
     clip : float
         Clipping norm :math:`C > 0`.
-    lr : float
-        Step size :math:`\eta > 0`.
-    rng : numpy.random.Generator
+    step_size : float
+        Step size :math:`\eta > 0` (was ``lr``).
+    accountant : str
+        The accountant that calibrates the noise (``"rdp"``, default: the moments accountant; ``"pld"`` or
+        ``"best"``: the tightest valid one, dp-accounting's PLD). One of
+        :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS` that applies to subsampled Gaussian events.
     x0 : array (d,), optional
         Starting point (projected onto the feasible set); default the set's centre.
     average : bool
         Return the average of the iterates :math:`w_1, \dots, w_T` (default) or the last one.
+    trace : bool
+        Record the averaged (or last) iterate every ``trace_every`` steps in ``trace`` (``t``, ``x``).
     trace_every : int
-        Record the averaged iterate every this many steps in ``trace`` (0: no trace).
+        Recording period of the trace (default every step).
     normalizer : float, optional
         The public constant dividing the noisy clipped sum; default the expected batch size :math:`qn`
         (treating ``n`` as public, as standard DP-SGD implementations do). Under add/remove-one neighbours
         with ``n`` private, pass a fixed value: then the step is exactly the subsampled Gaussian mechanism.
+    _noise_factor : float
+        Private test hook: multiplies the noise while the ledger keeps the calibrated multiplier (the canary
+        audit's broken variant). Never pass it otherwise.
 
     Returns
     -------
     Result
-        ``ledger`` holds one ``subsampled_gaussian`` event with ``count = steps``; ``info`` the realized
-        batch sizes' mean and the number of clipped gradients.
+        ``ledger`` holds one ``subsampled_gaussian`` event with ``count = steps``; ``params`` the calibrated
+        ``noise_multiplier``; ``info`` the realized batch sizes' mean and the number of clipped gradients.
     """
-    _check_problem(problem)
-    sigma = check_positive(noise_multiplier, "noise_multiplier")
+    problem = _check_problem(problem)
+    rng = check_rng(rng)
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta, allow_zero=False)
+    accountant = check_accountant(accountant)
     q = check_probability(sampling_rate, "sampling_rate", open_left=True)
     T = check_int(steps, "steps", lo=1)
     C = check_positive(clip, "clip")
-    eta = check_positive(lr, "lr")
-    rng = check_rng(rng)
-    trace_every = check_int(trace_every, "trace_every", lo=0)
-    n = int(getattr(data, "n", -1))
-    if n < 1:
-        raise ValueError(f"data must be a non-empty Dataset with attribute n, got {type(data).__name__}")
-    d = int(problem.d)
-    fset = problem.feasible_set
-    if x0 is None:
-        x = np.array(fset.center(), dtype=np.float64) if hasattr(fset, "center") else np.zeros(d)
-    else:
-        x = check_array(x0, "x0", shape=(d,))
-    x = fset.project(x)
+    eta = check_positive(step_size, "step_size")
+    trace = check_bool(trace, "trace")
+    trace_every = check_int(trace_every, "trace_every", lo=1)
+    factor = check_positive(_noise_factor, "_noise_factor")
+    data = problem.validate_data(data)
+    n = data.n
+    x = _start(problem, x0)
     denom = q * n if normalizer is None else check_positive(normalizer, "normalizer")
+    sigma = dp_sgd_noise_multiplier(epsilon, delta=delta, sampling_rate=q, steps=T, accountant=accountant)
+    x_sum, out, stats, tr = _dp_sgd_loop(problem, data, x, rng, q=q, steps=T, clip=C, step_size=eta,
+                                         noise_std=sigma * C * factor, denom=denom, average=average,
+                                         trace_every=trace_every if trace else 0)
+    led = PrivacyLedger()
+    led.record_subsampled_gaussian(sigma, q, count=T, label="DP-SGD step (D4)")
+    return Result(
+        x=out,
+        trace=tr,
+        params={"noise_multiplier": sigma, "sampling_rate": q, "steps": T, "clip": C, "step_size": eta,
+                "average": bool(average), "normalizer": denom, "accountant": accountant},
+        ledger=led,
+        info={"mean_batch_size": stats[0], "n_clipped": stats[1], "method": "dp_sgd",
+              "noise_factor_hook": factor},
+    )
+
+
+def _dp_sgd_loop(problem: Problem, data: Dataset, x: np.ndarray, rng: np.random.Generator, *, q: float, steps: int,
+                 clip: float, step_size: float, noise_std: float, denom: float, average: bool,
+                 trace_every: int) -> tuple[np.ndarray, np.ndarray, tuple[float, int], dict[str, np.ndarray] | None]:
+    """The T steps of :func:`run_dp_sgd` (arguments validated there)."""
+    n, d, fset = data.n, x.size, problem.feasible_set
     x_sum = np.zeros(d)
-    batch_sizes = np.empty(T, dtype=np.int64)
+    batch_sizes = np.empty(steps, dtype=np.int64)
     n_clipped = 0
     tr_t, tr_x = [], []
-    for t in range(T):
+    for t in range(steps):
         mask = rng.random(n) < q
         idx = np.flatnonzero(mask)
         batch_sizes[t] = idx.size
@@ -159,26 +216,17 @@ def run_dp_sgd(
         if idx.size:
             G = np.asarray(problem.grad(x, data[idx]), dtype=np.float64)
             nrm = np.linalg.norm(G, axis=1)
-            n_clipped += int(np.sum(nrm > C))
-            g_sum = (G * np.minimum(1.0, C / np.maximum(nrm, 1e-300))[:, None]).sum(axis=0)
-        g = (g_sum + rng.normal(0.0, sigma * C, size=d)) / denom
-        x = fset.project(x - eta * g)
+            n_clipped += int(np.sum(nrm > clip))
+            g_sum = (G * np.minimum(1.0, clip / np.maximum(nrm, 1e-300))[:, None]).sum(axis=0)
+        g = (g_sum + rng.normal(0.0, noise_std, size=d)) / denom
+        x = fset.project(x - step_size * g)
         x_sum += x
         if trace_every and (t + 1) % trace_every == 0:
             tr_t.append(t + 1)
             tr_x.append(x_sum / (t + 1) if average else x.copy())
-    led = PrivacyLedger()
-    led.record_subsampled_gaussian(sigma, q, count=T, label="DP-SGD step (D4)")
-    out = x_sum / T if average else x
+    out = x_sum / steps if average else x
     trace = {"t": np.array(tr_t), "x": np.array(tr_x)} if trace_every else None
-    return Result(
-        x=out,
-        trace=trace,
-        params={"noise_multiplier": sigma, "sampling_rate": q, "steps": T, "clip": C, "lr": eta,
-                "average": bool(average), "normalizer": denom},
-        ledger=led,
-        info={"mean_batch_size": float(batch_sizes.mean()), "n_clipped": n_clipped, "method": "dp_sgd"},
-    )
+    return x_sum, out, (float(batch_sizes.mean()), n_clipped), trace
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -195,14 +243,15 @@ def _check_sgd_privacy_args(noise_multiplier: float, sampling_rate: float, steps
     return sigma, q, T, dlt
 
 
-def dp_sgd_epsilon_advanced(noise_multiplier: float, sampling_rate: float, steps: int, delta: float) -> float:
+def dp_sgd_epsilon_advanced(noise_multiplier: float, *, sampling_rate: float, steps: int, delta: float) -> float:
     r"""Seed 002 Thm 3.2: amplification by subsampling + advanced composition, with exact ingredients.
 
     For a split :math:`f \in (0, 1)`: :math:`\delta' = f\delta`, per-step :math:`\delta_0 = (1-f)\delta/(qT)`,
     :math:`\varepsilon_0 = \varepsilon_{\mathrm{Gauss}}(\sigma; \delta_0)` (Balle-Wang exact curve, sensitivity 1
     in units of :math:`C`), :math:`\varepsilon_s = \log(1 + q(e^{\varepsilon_0} - 1))` (BBG18), and
     :math:`\varepsilon = \min(T\varepsilon_s,\ \sqrt{2T\log(1/\delta')}\varepsilon_s
-    + T\varepsilon_s(e^{\varepsilon_s}-1))` (DRV10). Returns the minimum over a fixed grid of splits.
+    + T\varepsilon_s(e^{\varepsilon_s}-1))` (DRV10). Returns the minimum over a fixed grid of splits. This is a
+    comparison of theorems, not a ledger accountant: runs are certified by their ledger.
     """
     sigma, q, T, dlt = _check_sgd_privacy_args(noise_multiplier, sampling_rate, steps, delta)
     best = math.inf
@@ -218,24 +267,29 @@ def dp_sgd_epsilon_advanced(noise_multiplier: float, sampling_rate: float, steps
     return best
 
 
-def dp_sgd_epsilon_rdp(noise_multiplier: float, sampling_rate: float, steps: int, delta: float) -> float:
+def _dp_sgd_event(noise_multiplier: float, sampling_rate: float, steps: int) -> DpEvent:
+    """The events of one DP-SGD run: ``steps`` Poisson-subsampled Gaussian steps (add/remove relation)."""
+    return SelfComposedEvent(SubsampledGaussianEvent(noise_multiplier, sampling_rate), steps)
+
+
+def dp_sgd_epsilon_rdp(noise_multiplier: float, *, sampling_rate: float, steps: int, delta: float) -> float:
     """Seed 002 Thm 3.1 (moments accountant): RDP of the Poisson-subsampled Gaussian (MTZ19), converted to
-    (eps, delta) by the ledger (CKS20)."""
+    (eps, delta) by the ledger (CKS20); the value ``result.certified_epsilon(delta, "rdp")`` of a run."""
     sigma, q, T, dlt = _check_sgd_privacy_args(noise_multiplier, sampling_rate, steps, delta)
     led = PrivacyLedger()
-    led.record_subsampled_gaussian(sigma, q, count=T)
+    led.record(_dp_sgd_event(sigma, q, T))
     return led.epsilon(dlt, "rdp")
 
 
 def dp_sgd_epsilon_pld(
-    noise_multiplier: float, sampling_rate: float, steps: int, delta: float, *, discretization: float = 1e-4
+    noise_multiplier: float, *, sampling_rate: float, steps: int, delta: float, discretization: float = 1e-4
 ) -> float:
     """Reference: dp-accounting's PLD accountant on ``PoissonSampledDpEvent(q, GaussianDpEvent(sigma))``
-    composed ``steps`` times (pessimistic discretization, so an upper bound up to its numerics).
-    Requires the optional ``dp_accounting`` package (a test dependency)."""
+    composed ``steps`` times (pessimistic discretization, so an upper bound up to its numerics), called
+    directly with its own ``discretization`` (an independent check of the ledger's ``"pld"`` accountant)."""
     sigma, q, T, dlt = _check_sgd_privacy_args(noise_multiplier, sampling_rate, steps, delta)
     disc = check_positive(discretization, "discretization")
-    import dp_accounting as dpa  # test/notebook dependency only
+    import dp_accounting as dpa
 
     acc = dpa.pld.PLDAccountant(value_discretization_interval=disc)
     acc.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), T)
@@ -243,34 +297,38 @@ def dp_sgd_epsilon_pld(
 
 
 def dp_sgd_epsilons(
-    noise_multiplier: float, sampling_rate: float, steps: int, delta: float, *, pld: bool = True
+    noise_multiplier: float, *, sampling_rate: float, steps: int, delta: float, pld: bool = True
 ) -> dict[str, float]:
     """The three certificates of Spec D4: {"advanced": Thm 3.2, "rdp": Thm 3.1, "pld": dp-accounting}."""
-    out = {
-        "advanced": dp_sgd_epsilon_advanced(noise_multiplier, sampling_rate, steps, delta),
-        "rdp": dp_sgd_epsilon_rdp(noise_multiplier, sampling_rate, steps, delta),
-    }
-    if pld:
-        out["pld"] = dp_sgd_epsilon_pld(noise_multiplier, sampling_rate, steps, delta)
+    kw = {"sampling_rate": sampling_rate, "steps": steps, "delta": delta}
+    out = {"advanced": dp_sgd_epsilon_advanced(noise_multiplier, **kw),
+           "rdp": dp_sgd_epsilon_rdp(noise_multiplier, **kw)}
+    if check_bool(pld, "pld"):
+        out["pld"] = dp_sgd_epsilon_pld(noise_multiplier, **kw)
     return out
 
 
-def dp_sgd_noise_multiplier(epsilon: float, delta: float, sampling_rate: float, steps: int) -> float:
-    """Smallest noise multiplier (to 1e-6 relative, rounded up) whose RDP certificate is <= (epsilon, delta)."""
+def dp_sgd_noise_multiplier(
+    epsilon: float, *, delta: float, sampling_rate: float, steps: int, accountant: str = "rdp"
+) -> float:
+    """Smallest noise multiplier whose ``accountant`` certificate of the run's events is <= (epsilon, delta).
+
+    :func:`~dpsco_lib.privacy.accounting.budget.calibrate` over ``steps`` Poisson-subsampled Gaussian events
+    (the events :func:`run_dp_sgd` records), within a relative 1e-12 of the boundary on the feasible side.
+    ``accountant="rdp"`` (default, the moments accountant) or ``"pld"``/``"best"`` (the tightest: dp-accounting's
+    PLD, about 5 s; cached per argument tuple).
+    """
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta, allow_zero=False)
     q = check_probability(sampling_rate, "sampling_rate", open_left=True)
     T = check_int(steps, "steps", lo=1)
+    return _calibrated_noise(eps, dlt, q, T, check_accountant(accountant))
 
-    def f(log_s: float) -> float:
-        return dp_sgd_epsilon_rdp(math.exp(log_s), q, T, dlt) - eps
 
-    lo, hi = math.log(0.05), math.log(2.0)
-    while f(hi) > 0:
-        hi += 1.0
-    while f(lo) <= 0:
-        lo -= 1.0
-    s = math.exp(brentq(f, lo, hi, xtol=1e-7))
-    while dp_sgd_epsilon_rdp(s, q, T, dlt) > eps:
-        s *= 1 + 1e-6
-    return s
+@lru_cache(maxsize=256)
+def _calibrated_noise(epsilon: float, delta: float, q: float, steps: int, accountant: str) -> float:
+    def make(m: float) -> DpEvent:
+        return _dp_sgd_event(m, q, steps)
+
+    return calibrate(make, epsilon=epsilon, delta=delta, accountant=accountant, bracket=(0.5, 2.0),
+                     increasing=False).value
