@@ -101,10 +101,11 @@ def test_dp_sgd_entry_calibration_against_dp_accounting():
     n, d, eps = 4000, 10, 1.0
     prm = _sgd_params(n, d, eps)
     q = prm["batch_size"] / n
-    sigma = dp_sgd_noise_multiplier(eps, DELTA, q, prm["T"])
-    rdp = dp_sgd_epsilon_rdp(sigma, q, prm["T"], DELTA)
+    kw = dict(sampling_rate=q, steps=prm["T"], delta=DELTA)
+    sigma = dp_sgd_noise_multiplier(eps, **kw)
+    rdp = dp_sgd_epsilon_rdp(sigma, **kw)
     assert rdp <= eps and rdp >= 0.99 * eps  # tight calibration
-    assert dp_sgd_epsilon_pld(sigma, q, prm["T"], DELTA, discretization=1e-3) <= rdp + 1e-3
+    assert dp_sgd_epsilon_pld(sigma, discretization=1e-3, **kw) <= rdp + 1e-3
     out = atlas_task(rng=np.random.default_rng(0), key="D4 DP-SGD", n=n, d=d)
     assert out["eps_certified"] == pytest.approx(rdp, rel=1e-12)
 

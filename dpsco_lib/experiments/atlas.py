@@ -225,26 +225,17 @@ def _sgd_params(n: int, d: int, epsilon: float) -> dict[str, Any]:
     from dpsco_lib.algorithms.noisy_sgd import l2_constants, noisy_sgd_theory_params
 
     L0_2, D_2 = l2_constants(_ls(1.0, d, "l1ball"))
-    prm = noisy_sgd_theory_params(n, d, epsilon, DELTA, L0_2, D_2)
+    prm = noisy_sgd_theory_params(n, d=d, epsilon=epsilon, delta=DELTA, L0_2=L0_2, D_2=D_2)
     return prm.as_dict() if hasattr(prm, "as_dict") else dict(prm)
 
 
-@functools.lru_cache(maxsize=256)
-def _dp_sgd_sigma(epsilon: float, q: float, steps: int) -> float:
-    """Memoized noise multiplier of DP-SGD meeting (epsilon, DELTA) (a deterministic calibration; replicates of
-    one grid point in one worker share it)."""
-    from dpsco_lib.algorithms.dp_sgd import dp_sgd_noise_multiplier
-
-    return dp_sgd_noise_multiplier(epsilon, DELTA, q, steps)
-
-
 def dp_sgd_hyper(n: int, d: int, epsilon: float) -> dict[str, Any]:
-    """DP-SGD (D4) with the BFTT19 steps, batch size and step size of S2, Poisson rate ``q = b/n`` and the
-    smallest noise multiplier whose RDP (moments accountant) certificate meets the target."""
+    """DP-SGD (D4) with the BFTT19 steps, batch size and step size of S2, Poisson rate ``q = b/n``; the runner
+    calibrates the smallest noise multiplier whose RDP (moments accountant) certificate meets the target."""
     prm = _sgd_params(n, d, epsilon)
     q = prm["batch_size"] / n
-    return {"noise_multiplier": _dp_sgd_sigma(float(epsilon), q, int(prm["T"])), "sampling_rate": q,
-            "steps": prm["T"], "clip": prm["L0_2"], "lr": prm["step_size"]}
+    return {"epsilon": epsilon, "delta": DELTA, "sampling_rate": q, "steps": prm["T"], "clip": prm["L0_2"],
+            "step_size": prm["step_size"]}
 
 
 def run_on_shared_problem(n: int, d: int, rng: np.random.Generator, *, algorithm: str, problem: str,
