@@ -9,11 +9,12 @@ import pytest
 
 from dpsco_lib.algorithms.gg_vr_sfw import (
     _lp_ball_lmo_fast,
+    gg_noise_multiplier,
     gg_vr_sfw_theory_params,
-    naive_sensitivities,
     run_gg_vr_sfw,
 )
 from dpsco_lib.algorithms.poly_sfw import poly_sfw_sensitivities
+from dpsco_lib.algorithms.vr_sensitivity import vr_sensitivities
 from dpsco_lib.geometry.norms import regularity_constant
 from dpsco_lib.geometry.sets import LpBall
 from dpsco_lib.privacy.audit import canary_audit, mu_gdp_lower_bound_from_counts
@@ -25,6 +26,10 @@ from dpsco_lib.problems.least_squares import hard_least_squares
 # ---------------------------------------------------------------------------------------------------------
 # building blocks
 # ---------------------------------------------------------------------------------------------------------
+def naive_sensitivities(T, m, b, eta, L0, L1, D):
+    return vr_sensitivities(T + 1, init_batch=m, batch_size=b, step_size=eta, L0=L0, L1=L1, D=D, norm="dual")
+
+
 def test_naive_sensitivities_closed_form_and_poly_sfw_consistency():
     s = naive_sensitivities(3, 5, 4, 0.2, 2.0, 1.0, 2.0)
     first = 2 * 2.0 / 5 * 0.8 ** np.arange(4)
@@ -48,19 +53,36 @@ def test_fast_lmo_matches_lp_ball_lmo(p):
 def test_theory_params_calibration():
     n, d, eps, delta = 10_000, 100, 1.0, 1e-6
     pn = gg_vr_sfw_theory_params(n, d, 1.5, eps, delta, 3.0, 1.0, 2.0, variant="naive")
-    assert pn["q"] == pytest.approx(3.0) and pn["r"] == pytest.approx(3.0) and pn["kappa"] == pytest.approx(2.0)
-    assert pn["init_batch"] == 5000 and pn["batch_size"] == math.ceil(math.sqrt(5000)) and pn["T"] == 5000 // 71
-    K = pn["T"] + 1
+    assert pn.q == pytest.approx(3.0) and pn.r == pytest.approx(3.0) and pn.kappa == pytest.approx(2.0)
+    assert pn.init_batch == 5000 and pn.batch_size == math.ceil(math.sqrt(5000)) and pn.T == 5000 // 71
+    assert pn.accountant == "paper" and pn.as_dict()["noise_multiplier"] == pn.noise_multiplier
+    K = pn.T + 1
     # K GG steps with multiplier m have the RDP of one with m/sqrt(K): the standard conversion gives exactly eps
-    assert gg_epsilon(pn["noise_multiplier"] / math.sqrt(K), sensitivity=1.0, delta=delta, kappa=2.0) <= eps
-    eps_k = gg_epsilon(pn["noise_multiplier"] / math.sqrt(K), sensitivity=1.0, delta=delta, kappa=2.0)
+    assert gg_epsilon(pn.noise_multiplier / math.sqrt(K), sensitivity=1.0, delta=delta, kappa=2.0) <= eps
+    eps_k = gg_epsilon(pn.noise_multiplier / math.sqrt(K), sensitivity=1.0, delta=delta, kappa=2.0)
     assert eps_k == pytest.approx(eps, rel=1e-9)
     pt = gg_vr_sfw_theory_params(n, d, 1.5, eps, delta, 3.0, 1.0, 2.0, variant="tree")
-    assert pt["noise_multiplier"] == gg_sigma_exact(1.0, epsilon=eps, delta=delta, kappa=2.0)
-    assert 2 ** pt["depth"] <= pt["batch_size"] and pt["records_used"] <= n
+    assert pt.noise_multiplier == gg_sigma_exact(1.0, epsilon=eps, delta=delta, kappa=2.0)
+    assert 2 ** pt.depth <= pt.batch_size and pt.records_used <= n
     # kappa = min(q - 1, ~ln d regime) via the library's smooth norm
     p11 = gg_vr_sfw_theory_params(n, 50, 1.05, eps, delta, 3.0, 1.0, 2.0)
-    assert p11["kappa"] == pytest.approx(regularity_constant(21.0, 50)) and p11["r"] < 21.0
+    assert p11.kappa == pytest.approx(regularity_constant(21.0, 50)) and p11.r < 21.0
+
+
+@pytest.mark.parametrize("variant", ["naive", "tree"])
+def test_rdp_accountant_is_tighter_and_certifies(variant):
+    pr = hard_least_squares(1.5, 20)
+    data = pr.sample(3000, np.random.default_rng(0))
+    runs = {a: run_gg_vr_sfw(pr, data, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(1), variant=variant,
+                             accountant=a) for a in ("paper", "rdp", "best")}
+    assert runs["best"].params["noise_multiplier"] == runs["rdp"].params["noise_multiplier"]
+    assert runs["rdp"].params["noise_multiplier"] < runs["paper"].params["noise_multiplier"]
+    for a, r in runs.items():
+        assert r.certified_epsilon(1e-6) <= 1.0, a
+    assert runs["rdp"].certified_epsilon(1e-6, accountant="rdp") == pytest.approx(1.0, rel=1e-9)
+    assert gg_noise_multiplier(1.0, 1e-6, kappa=2.0, count=5) == gg_noise_multiplier(1.0, 1e-6, kappa=2.0, count=5)
+    with pytest.raises(ValueError, match="accountant"):
+        gg_noise_multiplier(1.0, 1e-6, kappa=2.0, accountant="advanced")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -116,7 +138,7 @@ def test_canary_audit_honest_and_half_noise_caught():
     pr, S, Sp = _canary_pair(4, c)
     res = run_gg_vr_sfw(pr, S, epsilon=eps, delta=delta, rng=np.random.default_rng(0), variant="tree", depth=1)
     assert res.params["batch_size"] == 3 and res.params["kappa"] == 1.0
-    certified = res.ledger.epsilon(delta)
+    certified = res.certified_epsilon(delta)
     assert certified <= eps
     mu_claim = 1.0 / res.params["noise_multiplier"]
     shift = 2 * c / 3  # leaf-0 estimate mean: -c/3 (S) vs +c/3 (S')
@@ -221,6 +243,8 @@ def small():
         ({"variant": "tree", "depth": 6}, "batch_size"),
         ({"rng": None}, "rng"),
         ({"variant": "tree", "distance": "worst"}, "distance"),
+        ({"accountant": "kov"}, "accountant"),
+        ({"accountant": "closed_form"}, "accountant"),
     ],
 )
 def test_invalid_hyperparameters(small, kwargs, match):
