@@ -307,11 +307,13 @@ def test_utility_at_most_d_over_k(d):
 
 def test_theory_params_closed_form():
     eps, delta = 1.0, 1e-5
-    m_star = gdp_mu_star(eps, delta)
+    m_star = gdp_mu_star(eps, delta=delta)
     assert gdp_delta(m_star, epsilon=eps) <= delta
     assert gdp_delta(m_star * (1 + 1e-9), epsilon=eps) > delta
-    assert gdp_mu_star(eps, delta, accountant="best") == m_star  # "best" resolves to exact GDP
-    assert gdp_mu_star(eps, delta, accountant="rdp") < m_star
+    assert gdp_mu_star(eps, delta=delta, accountant="best") == m_star  # "best" resolves to exact GDP
+    assert gdp_mu_star(eps, delta=delta, accountant="rdp") < m_star
+    with pytest.raises(TypeError):
+        gdp_mu_star(eps, delta)  # keyword-only after epsilon
     n, d, G, D = 1000, 10, 1.0, 2.0
     tp = regularized_exp_theory_params(n, d, G, D, eps, delta, radius=1.0)
     assert tp.k == pytest.approx(math.sqrt(d) * n * m_star / math.sqrt(2))

@@ -142,7 +142,7 @@ def regularized_exp_mu_gdp(*, n: int, G: float, k: float, mu: float) -> float:
     return 2.0 * G * math.sqrt(k) / (n * math.sqrt(mu))
 
 
-def gdp_mu_star(epsilon: float, delta: float, *, accountant: str = "gdp") -> float:
+def gdp_mu_star(epsilon: float, *, delta: float, accountant: str = "gdp") -> float:
     r"""The largest GDP parameter :math:`\mu^\star` whose mechanism is certified (eps, delta)-DP. Spec R1.
 
     A :math:`\mu`-GDP mechanism is recorded as the Gaussian event with noise multiplier :math:`1/\mu` (module
@@ -197,7 +197,7 @@ def regularized_exp_theory_params(
     G = check_positive(G, "G")
     D = check_positive(D, "D")
     R = D if radius is None else check_positive(radius, "radius")
-    m_star = gdp_mu_star(epsilon, delta, accountant=accountant)
+    m_star = gdp_mu_star(epsilon, delta=delta, accountant=accountant)
     k = math.sqrt(d) * n * m_star / (math.sqrt(2.0) * G * R)
     # (1 + 1e-12): a rounding margin so that the float mu_GDP never exceeds mu* (the target stays certified)
     mu = 4.0 * G**2 * k / (n**2 * m_star**2) * (1 + 1e-12)
@@ -524,7 +524,7 @@ def noisy_gd_theory_params(
     D = check_positive(D, "D")
     accountant = _gaussian_accountant(accountant)
     if n_steps is None:
-        m_star = gdp_mu_star(epsilon, delta, accountant=accountant)
+        m_star = gdp_mu_star(epsilon, delta=delta, accountant=accountant)
         T = max(1, math.ceil(n**2 * m_star**2 / (4 * d)))
     else:
         T = check_int(n_steps, "n_steps", lo=1)
