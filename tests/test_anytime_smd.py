@@ -16,8 +16,8 @@ from dpsco_lib.algorithms.anytime_smd import (
     run_anytime_smd_sco,
     run_anytime_smd_sco_many,
 )
-from dpsco_lib.algorithms.private_smd_saddle import alg1_per_draw_budget
 from dpsco_lib.geometry.sets import L1Ball, LpBall, Simplex
+from dpsco_lib.privacy.accounting.budget import per_step_epsilon
 from dpsco_lib.privacy.audit import canary_audit
 from dpsco_lib.problems import Dataset, hard_least_squares, random_least_squares
 
@@ -30,22 +30,24 @@ def ls():
 
 # ------------------------------------------------------------------ schedule and theory parameters
 def test_resample_steps_exact():
-    assert alg5_resample_steps(10, 3, 4).tolist() == [1, 2, 3, 7]
-    assert alg5_resample_steps(10, 20, 4).tolist() == list(range(1, 11))
-    assert alg5_resample_steps(12, 2, 5).tolist() == [1, 2, 7, 12]
-    assert alg5_resample_steps(5, 1, 1).tolist() == [1, 2, 3, 4, 5]
+    assert alg5_resample_steps(10, t0=3, tau=4).tolist() == [1, 2, 3, 7]
+    assert alg5_resample_steps(10, t0=20, tau=4).tolist() == list(range(1, 11))
+    assert alg5_resample_steps(12, t0=2, tau=5).tolist() == [1, 2, 7, 12]
+    assert alg5_resample_steps(5, t0=1, tau=1).tolist() == [1, 2, 3, 4, 5]
 
 
 @pytest.mark.parametrize("regime", REGIMES)
 @pytest.mark.parametrize("n", [20, 3000, 200_000, 5_000_000])
-@pytest.mark.parametrize("composition", ["advanced", "cor36"])
-def test_theory_params_properties(regime, n, composition):
-    p = alg5_theory_params(n, 40, 0.7, 1e-6, 3.0, 1.0, 2.0, regime, composition=composition)
+@pytest.mark.parametrize("accountant", ["advanced", "paper"])
+def test_theory_params_properties(regime, n, accountant):
+    p = alg5_theory_params(n, n_vertices=40, epsilon=0.7, delta=1e-6, L0=3.0, L1=1.0, L2=2.0, regime=regime,
+                           accountant=accountant)
+    assert p.accountant == accountant
     assert 1 <= p.T <= n and p.B == n // p.T and p.B >= 1
     assert 1 <= p.tau <= p.T and p.t0 == min(p.T, 2 * p.tau)
-    assert p.n_resample == alg5_resample_steps(p.T, p.t0, p.tau).size
+    assert p.n_resample == alg5_resample_steps(p.T, t0=p.t0, tau=p.tau).size
     assert p.n_draws == p.K * (p.n_resample - 1) + p.K_out
-    assert p.eps0 == alg1_per_draw_budget(0.7, 1e-6, p.n_draws, composition)
+    assert p.eps0 == per_step_epsilon(0.7, 1e-6, p.n_draws, accountant=accountant, mechanism="exponential").value
     assert p.eta_cap == pytest.approx(p.eps0 * p.B / (4 * p.T * 3.0), rel=1e-14)
     assert p.eta <= p.eta_cap * (1 + 1e-12)
     assert p.eps_draw == pytest.approx(4 * p.eta * p.T * 3.0 / p.B, rel=1e-14)
@@ -59,12 +61,21 @@ def test_theory_params_properties(regime, n, composition):
 def test_theory_bound_private_term_exponent(regime, expo):
     """The modelled private term decays like (n eps)^(-2/5) resp. (n eps)^(-1/2) once the lazy redraws pay."""
     ns = np.array([1e7, 1e8, 1e9])
-    priv = [alg5_theory_params(int(n), 50, 1.0, 1e-5, 1.0, 1.0, 1.0, regime).bound
-            - alg5_theory_params(int(n), 50, 1.0, 1e-5, 1.0, 1.0, 1.0, regime).stat_term for n in ns]
+    kw = {"n_vertices": 50, "epsilon": 1.0, "delta": 1e-5, "L0": 1.0, "L1": 1.0, "L2": 1.0, "regime": regime}
+    priv = [alg5_theory_params(int(n), **kw).bound - alg5_theory_params(int(n), **kw).stat_term for n in ns]
     slope = np.polyfit(np.log(ns), np.log(priv), 1)[0]
     assert abs(slope - expo) < 0.06, slope
     # the lazy schedule is used at large n (tau > 1)
-    assert alg5_theory_params(10**9, 50, 1.0, 1e-5, 1.0, 1.0, 1.0, regime).tau > 1
+    assert alg5_theory_params(10**9, **kw).tau > 1
+
+
+def test_best_accountant_is_tighter_and_certifies(ls):
+    prob, data = ls
+    kw = {"epsilon": 1.0, "delta": 1e-6, "T": 30, "K": 3, "K_out": 5, "tau": 4}
+    adv = run_anytime_smd_sco(prob, data, rng=np.random.default_rng(0), **kw)
+    best = run_anytime_smd_sco(prob, data, rng=np.random.default_rng(0), accountant="best", **kw)
+    assert best.params["eps0"] > adv.params["eps0"] and best.params["eta_cap"] > adv.params["eta_cap"]
+    assert best.certified_epsilon(1e-6) <= 1.0 and adv.certified_epsilon(1e-6, accountant="advanced") <= 1.0
 
 
 # ------------------------------------------------------------------ privacy ledger
@@ -79,7 +90,7 @@ def test_ledger_within_target(ls, eps, delta, n, regime):
     adv = res.ledger.epsilon(delta, method="advanced")
     assert adv <= eps * (1 + 1e-12)
     assert res.ledger.epsilon(delta) <= adv
-    assert res.info["certified_epsilon"] == pytest.approx(adv, rel=1e-12)
+    assert "certified_epsilon" not in res.info and res.certified_epsilon(delta, accountant="advanced") == adv
     assert res.ledger.total_count == p["n_draws"]
     assert all(ev.kind == "exponential" and ev.epsilon == p["eps_draw"] for ev in res.ledger.events)
     assert prob.feasible_set.contains(res.x, 1e-12)
@@ -89,8 +100,8 @@ def test_ledger_within_target(ls, eps, delta, n, regime):
 def test_ledger_events_are_the_draws_made(ls):
     prob, data = ls
     res = run_anytime_smd_sco(prob, data, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(2), T=30, K=3, K_out=5,
-                              tau=4, t0=6, keep_trace=True)
-    steps = alg5_resample_steps(30, 6, 4)
+                              tau=4, t0=6, trace=True)
+    steps = alg5_resample_steps(30, t0=6, tau=4)
     assert res.trace["redraw_steps"].tolist() == steps.tolist()
     counts = [e.count for e in res.ledger.events]
     assert counts == [3 * (steps.size - 1), 5]  # the t = 1 draws (uniform w_1) are data independent
@@ -104,9 +115,9 @@ def test_eta_above_cap_rejected_or_charged(ls):
     big = 3 * ref.params["eta_cap"]
     with pytest.raises(ValueError, match="privacy cap"):
         run_anytime_smd_sco(prob, data, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(0), T=20, K=2, K_out=2,
-                            tau=2, eta=big)
+                            tau=2, step_size=big)
     res = run_anytime_smd_sco(prob, data, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(0), T=20, K=2, K_out=2,
-                              tau=2, eta=big, enforce_privacy_cap=False)
+                              tau=2, step_size=big, enforce_privacy_cap=False)
     assert res.ledger.epsilon(1e-6, method="advanced") > 1.0
 
 
@@ -115,7 +126,7 @@ def test_averaging_weights_and_eg_recursion_exact(ls):
     prob, data = ls
     T = 25
     res = run_anytime_smd_sco(prob, data, epsilon=2.0, delta=1e-6, rng=np.random.default_rng(4), T=T, K=4, K_out=3,
-                              tau=3, t0=5, keep_trace=True)
+                              tau=3, t0=5, trace=True)
     tr, eta = res.trace, res.params["eta"]
     assert tr["alpha"].tolist() == list(range(1, T + 1))
     w = np.exp(tr["log_w"])  # w_1 .. w_{T+1}
@@ -143,7 +154,7 @@ def test_l1_ball_vertex_representation():
     prob = random_least_squares(L1Ball(6, r), 1.0, rng)
     data = prob.sample(400, rng)
     res = run_anytime_smd_sco(prob, data, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(1), T=10, K=2, K_out=4,
-                              tau=2, keep_trace=True)
+                              tau=2, trace=True)
     assert res.params["n_vertices"] == 12 and res.params["set_kind"] == "l1_ball"
     assert res.params["L0w"] == pytest.approx(r * prob.L0) and res.params["L1w"] == pytest.approx(r * r * prob.L1)
     g = res.trace["grad_weights"]
@@ -199,7 +210,7 @@ def _canary(d: int = D_AUD, c: float = C_AUD):
 def _audit_kw(mult: float = 1.0):
     prob, _, _, _ = _canary()
     eta = CLAIM / (4 * prob.L0)  # T = 1, B = 1: eps_draw = 4 eta T L0/B = CLAIM
-    return {"epsilon": 1.0, "delta": 1e-5, "T": 1, "K": 1, "K_out": 1, "tau": 1, "t0": 1, "eta": eta,
+    return {"epsilon": 1.0, "delta": 1e-5, "T": 1, "K": 1, "K_out": 1, "tau": 1, "t0": 1, "step_size": eta,
             "enforce_privacy_cap": False, "_eta_multiplier": mult}
 
 
@@ -220,7 +231,7 @@ def test_output_law_exact_and_exact_loss():
     2 eta (the broken variant)."""
     prob, S, S2, u = _canary()
     kw = _audit_kw()
-    eta = kw["eta"]
+    eta = kw["step_size"]
     law = _exact_output_law(prob, u, C_AUD, eta)
     many = run_anytime_smd_sco_many(prob, S, n_runs=20_000, rng=np.random.default_rng(8), **kw)
     cnt = many["output_counts"].sum(axis=0)
@@ -271,7 +282,11 @@ def test_canary_audit_correct_and_broken():
         ({"delta": 0.0}, "delta"),
         ({"delta": 1.0}, "delta"),
         ({"regime": "quadratic"}, "regime"),
-        ({"composition": "kov"}, "composition"),
+        ({"accountant": "cor36"}, "accountant"),
+        ({"accountant": "gdp"}, "does not apply"),
+        ({"epsilon": math.nan}, "epsilon"),
+        ({"epsilon": math.inf}, "epsilon"),
+        ({"delta": math.nan}, "delta"),
         ({"K": 0}, "K must be"),
         ({"K_out": 0}, "K_out must be"),
         ({"T": 0}, "T must be"),
@@ -280,10 +295,9 @@ def test_canary_audit_correct_and_broken():
         ({"tau": 0}, "tau must be"),
         ({"tau": 10**6}, "tau must be"),
         ({"t0": 0}, "t0 must be"),
-        ({"eta": -1.0}, "eta must be"),
-        ({"composition": "cor36", "epsilon": 2.0}, "needs epsilon <= 1"),
+        ({"step_size": -1.0}, "step_size must be"),
         ({"_eta_multiplier": 0.0}, "_eta_multiplier"),
-        ({"keep_trace": 1}, "keep_trace"),
+        ({"trace": 1}, "trace"),
         ({"enforce_privacy_cap": "yes"}, "enforce_privacy_cap"),
     ],
 )
@@ -291,7 +305,7 @@ def test_bad_inputs(ls, kw, match):
     prob, data = ls
     base = {"epsilon": 1.0, "delta": 1e-6, "rng": np.random.default_rng(0)}
     base.update(kw)
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises((ValueError, TypeError), match=match):
         run_anytime_smd_sco(prob, data, **base)
 
 
@@ -308,12 +322,13 @@ def test_bad_problem_and_data(ls):
     bad = Dataset(np.full((5, 12), 3.0), np.zeros(5))  # ||a||_inf = 3 > 1
     with pytest.raises(ValueError, match="bounds"):
         run_anytime_smd_sco(prob, bad, epsilon=1.0, delta=1e-6, rng=rng)
-    with pytest.raises(ValueError, match="rng"):
+    with pytest.raises((ValueError, TypeError), match="rng"):
         run_anytime_smd_sco(prob, data, epsilon=1.0, delta=1e-6, rng=0)
     with pytest.raises(ValueError, match="n_runs"):
         run_anytime_smd_sco_many(prob, data, n_runs=0, epsilon=1.0, delta=1e-6, rng=rng)
     with pytest.raises(ValueError, match="n_vertices"):
-        alg5_theory_params(100, 1, 1.0, 1e-6, 1.0, 1.0, 1.0, "first_order")
+        alg5_theory_params(100, n_vertices=1, epsilon=1.0, delta=1e-6, L0=1.0, L1=1.0, L2=1.0, regime="first_order")
     with pytest.raises(ValueError, match="finite L2"):
-        alg5_theory_params(100, 10, 1.0, 1e-6, 1.0, 1.0, math.inf, "second_order")
+        alg5_theory_params(100, n_vertices=10, epsilon=1.0, delta=1e-6, L0=1.0, L1=1.0, L2=math.inf,
+                           regime="second_order")
     assert isinstance(prob.feasible_set, Simplex)

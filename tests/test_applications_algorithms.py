@@ -50,26 +50,29 @@ def mol() -> MaxOfLosses:
 # ---------------------------------------------------------------------------------------------- X1
 def test_query_release_params_privacy_and_balance() -> None:
     n, N, m, eps = 20_000, 64, 60, 1.0
-    p = query_release_params(n, N, m, eps, DELTA)
-    assert p.B == n // p.T and p.n_draws == p.K * p.T
-    assert p.eps0 == alg1_per_draw_budget(eps, DELTA, p.K * p.T)
+    p = query_release_params(n, N=N, m=m, epsilon=eps, delta=DELTA)
+    assert p.B == n // p.T and p.n_draws == p.K * p.T and p.accountant == "advanced"
+    assert p.eps0 == alg1_per_draw_budget(eps, delta=DELTA, n_draws=p.K * p.T)
     assert p.eta <= p.eta_cap * (1 + 1e-12) and p.eta_cap == pytest.approx(p.eps0 * p.B / 2)
     assert p.eps_draw == pytest.approx(2 * p.eta / p.B)
     assert advanced_composition_epsilon(p.eps_draw, k=p.n_draws, delta_prime=DELTA) <= eps * (1 + 1e-12)
     # balance: the cap still dominates the unconstrained step at T, not at T + 1
     l = math.log(N) + math.log(2 * m)
-    nxt = alg1_per_draw_budget(eps, DELTA, p.T + 1) * (n // (p.T + 1)) / 2
+    nxt = alg1_per_draw_budget(eps, delta=DELTA, n_draws=p.T + 1) * (n // (p.T + 1)) / 2
     assert p.eta_cap >= math.sqrt(l / p.T) and nxt < math.sqrt(l / (p.T + 1))
     with pytest.raises(ValueError, match="privacy cap"):
-        query_release_params(n, N, m, eps, DELTA, T=p.T, eta=2 * p.eta_cap)
+        query_release_params(n, N=N, m=m, epsilon=eps, delta=DELTA, T=p.T, step_size=2 * p.eta_cap)
+    best = query_release_params(n, N=N, m=m, epsilon=eps, delta=DELTA, T=p.T, accountant="best")
+    assert best.eps0 > p.eps0 and best.eta_cap > p.eta_cap
 
 
 @pytest.mark.parametrize("variant", ["structured", "generic"])
 def test_query_release_certificate_and_output(game: LinearQueryGame, variant: str) -> None:
     g = _big_game(game, 3000)
     res = run_alg1_query_release(g, epsilon=1.0, delta=DELTA, rng=np.random.default_rng(0), variant=variant)
-    assert res.info["certified_epsilon"] <= 1.0 * (1 + 1e-12)
-    assert res.ledger.epsilon(DELTA, method="advanced") == pytest.approx(res.info["certified_epsilon"], rel=1e-12)
+    assert "certified_epsilon" not in res.info
+    assert res.certified_epsilon(DELTA, accountant="advanced") <= 1.0
+    assert res.certified_epsilon(DELTA) <= res.certified_epsilon(DELTA, accountant="advanced")
     assert np.all(res.x >= 0) and res.x.sum() == pytest.approx(1.0)
     assert res.info["max_query_error"] == pytest.approx(g.max_query_error(res.x))
     # max query error = max_y F(x, y) (the game value at x)
@@ -115,8 +118,12 @@ def test_query_release_determinism_and_synthetic(game: LinearQueryGame) -> None:
 
 def test_query_release_bad_inputs(game: LinearQueryGame) -> None:
     rng = np.random.default_rng(0)
-    with pytest.raises(ValueError, match="game"):
+    with pytest.raises(ValueError, match="problem"):
         run_alg1_query_release(random_bilinear_game(3, 3, rng), epsilon=1.0, delta=DELTA, rng=rng)
+    with pytest.raises(ValueError, match="accountant"):
+        run_alg1_query_release(game, epsilon=1.0, delta=DELTA, rng=rng, accountant="cor36")
+    with pytest.raises(ValueError, match="epsilon"):
+        run_alg1_query_release(game, epsilon=math.nan, delta=DELTA, rng=rng)
     with pytest.raises(ValueError, match="variant"):
         run_alg1_query_release(game, epsilon=1.0, delta=DELTA, rng=rng, variant="fast")
     with pytest.raises(ValueError, match="delta"):
@@ -173,12 +180,12 @@ def test_group_robust_and_blind_runners(mol: MaxOfLosses) -> None:
     data = mol.sample(4000, rng)
     for eps in (1.0, 8.0):
         r = run_group_robust_alg1(mol, data, epsilon=eps, delta=DELTA, rng=rng)
-        assert r.info["certified_epsilon"] <= eps * (1 + 1e-12)
+        assert r.certified_epsilon(DELTA, accountant="advanced") <= eps and "certified_epsilon" not in r.info
         assert np.abs(r.x).sum() <= mol.radius * (1 + 1e-9)
         assert r.info["worst_group_loss"] == pytest.approx(mol.group_losses(r.x).max())
         assert r.info["worst_group_loss"] >= mol.saddle_point()[2] - 1e-9
         b = run_group_blind_erm(mol, data, epsilon=eps, delta=DELTA, rng=rng)
-        assert b.info["certified_epsilon"] <= eps * (1 + 1e-12)
+        assert b.certified_epsilon(DELTA) <= eps and "certified_epsilon" not in b.info
         assert b.info["worst_group_loss"] >= mol.saddle_point()[2] - 1e-9
     a1 = run_group_robust_alg1(mol, data, epsilon=2.0, delta=DELTA, rng=np.random.default_rng(9))
     a2 = run_group_robust_alg1(mol, data, epsilon=2.0, delta=DELTA, rng=np.random.default_rng(9))

@@ -45,27 +45,30 @@ def test_ledger_basic_is_exactly_epsilon(T: int) -> None:
     h, Q = _tiny()
     eps = 1.3
     res = run_mwem(h, Q, epsilon=eps, T=T, rng=np.random.default_rng(0), delta=1e-6)
-    eps0 = eps / (2 * T)
-    assert res.params["eps_per_mechanism"] == eps0
+    eps0 = res.params["eps_per_mechanism"]
+    assert eps0 == pytest.approx(eps / (2 * T), rel=1e-14)  # eps/(2T), rounded down if the float sum needs it
     assert res.ledger.total_count == 2 * T
     basic = res.ledger.epsilon(0.0, method="basic")
-    assert basic == 2 * (T * eps0)  # T selections + T measurements at eps/(2T)
-    assert basic == pytest.approx(eps, rel=1e-14)
-    assert res.info["certified_epsilon"] == basic == res.info["basic_epsilon"]
-    assert res.info["advanced_epsilon"] == res.ledger.epsilon(1e-6, method="advanced")
+    assert basic == T * eps0 + T * eps0  # T selections + T measurements at eps/(2T)
+    assert basic == pytest.approx(eps, rel=1e-14) and basic <= eps
+    assert "certified_epsilon" not in res.info and res.info["accountant"] == "basic"
+    assert res.certified_epsilon(1e-6, accountant="basic") == basic
     expected = advanced_composition_epsilon(eps0, k=2 * T, delta_prime=1e-6)
-    assert res.info["advanced_epsilon"] == pytest.approx(expected, rel=1e-12)
+    assert res.certified_epsilon(1e-6, accountant="advanced") == pytest.approx(expected, rel=1e-12)
 
 
 def test_advanced_composition_variant() -> None:
     h, Q = _tiny()
     eps, dl, T = 1.0, 1e-6, 200
-    res = run_mwem(h, Q, epsilon=eps, T=T, rng=np.random.default_rng(0), delta=dl, composition="advanced")
+    res = run_mwem(h, Q, epsilon=eps, T=T, rng=np.random.default_rng(0), delta=dl, accountant="advanced")
     eps0 = res.params["eps_per_mechanism"]
-    assert eps0 == mwem_per_round_epsilon(eps, T, delta=dl, composition="advanced")
+    assert eps0 == mwem_per_round_epsilon(eps, T=T, delta=dl, accountant="advanced")
     assert eps0 > eps / (2 * T)  # advanced composition buys a larger per-round budget at large T
-    assert res.info["certified_epsilon"] == res.ledger.epsilon(dl, method="advanced")
-    assert res.info["certified_epsilon"] <= eps * (1 + 1e-12)
+    assert res.certified_epsilon(dl, accountant="advanced") == res.ledger.epsilon(dl, method="advanced") <= eps
+    best = mwem_per_round_epsilon(eps, T=T, delta=dl, accountant="best")
+    assert best > eps0  # the tightest accountant (RDP: the selections are bounded-range) buys more
+    tight = run_mwem(h, Q, epsilon=eps, T=T, rng=np.random.default_rng(0), delta=dl, accountant="best")
+    assert tight.certified_epsilon(dl) <= eps
     assert res.ledger.epsilon(0.0, method="basic") > eps  # not pure eps-DP any more
 
 
@@ -89,9 +92,9 @@ def test_extreme_scores_no_overflow() -> None:
 
 
 def test_theory_T() -> None:
-    t = mwem_theory_T(10_000, 64, 60, 1.0)
+    t = mwem_theory_T(10_000, N=64, m=60, epsilon=1.0)
     assert t == round((1.0 * 10_000 * math.sqrt(math.log(64)) / (10 * math.log(60))) ** (2 / 3))
-    assert mwem_theory_T(1, 2, 1, 1e-9) == 1
+    assert mwem_theory_T(1, N=2, m=1, epsilon=1e-9) == 1
 
 
 def test_bad_inputs() -> None:
@@ -111,13 +114,17 @@ def test_bad_inputs() -> None:
         run_mwem(h, Q, epsilon=0.0, T=2, rng=rng)
     with pytest.raises(ValueError, match="T"):
         run_mwem(h, Q, epsilon=1.0, T=0, rng=rng)
-    with pytest.raises(ValueError, match="composition"):
-        run_mwem(h, Q, epsilon=1.0, T=2, rng=rng, composition="kov")
+    with pytest.raises(ValueError, match="accountant"):
+        run_mwem(h, Q, epsilon=1.0, T=2, rng=rng, accountant="cor36")
     with pytest.raises(ValueError, match="delta"):
-        run_mwem(h, Q, epsilon=1.0, T=2, rng=rng, composition="advanced")
+        run_mwem(h, Q, epsilon=1.0, T=2, rng=rng, accountant="advanced")
+    with pytest.raises(ValueError, match="epsilon"):
+        run_mwem(h, Q, epsilon=math.nan, T=2, rng=rng)
+    with pytest.raises(ValueError, match="delta"):
+        run_mwem(h, Q, epsilon=1.0, T=2, rng=rng, delta=1.0)
     with pytest.raises(ValueError, match="output"):
         run_mwem(h, Q, epsilon=1.0, T=2, rng=rng, output="best")
-    with pytest.raises(ValueError, match="rng"):
+    with pytest.raises((ValueError, TypeError), match="rng"):
         run_mwem(h, Q, epsilon=1.0, T=2, rng=0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="passes"):
         run_mwem(h, Q, epsilon=1.0, T=2, rng=rng, passes=-1)

@@ -30,10 +30,12 @@ Delta = 2 eta alpha_T L0/B = 2 eta T L0/B in l_inf.  log w_s(i) = u_s(i) - logsu
 mixture x_t(i) = sum_s (alpha_s/A_t) w_s(i) by at most the same factor e^{2 Delta}.  So one draw from
 Cat(x_t) is an exponential mechanism with score log x_t and is eps_draw = 2 Delta = 4 eta T L0/B -DP.  The
 draws at t = 1 come from the uniform w_1 and cost nothing; the other K (n_resample - 1) lazy draws and the
-K' output draws, N in total, compose adaptively.  The per-draw budget eps0 is solved from the target
-(epsilon, delta) by the accountant (DRV advanced composition, exactly, via brentq; or the rule of seed 001
-Cor 3.6), the step size is capped by eta <= eta_cap = eps0 B/(4 T L0) and the ledger records the N draws
-actually made at eps_draw.  The bound is conservative: alpha_r <= alpha_T for the batch r of the changed
+K' output draws, N in total, compose adaptively.  The per-draw budget eps0 comes from the one calibration
+path, :func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon` (N exponential-mechanism events, the events
+the run records), with the accountant ``accountant=`` (default ``"advanced"``, DRV10 as in earlier versions;
+``"paper"``: the rule of seed 001 Cor 3.6; ``"best"``: the tightest valid accountant); the step size is capped
+by eta <= eta_cap = eps0 B/(4 T L0) and the ledger, the only certificate, records the N draws actually made
+at eps_draw.  The bound is conservative: alpha_r <= alpha_T for the batch r of the changed
 record, and the mixture with earlier (unaffected) w_s only dilutes the change.
 
 Theory parameters: :func:`alg5_theory_params` (derivation in its docstring).
@@ -50,17 +52,18 @@ from typing import Any
 
 import numpy as np
 
-from dpsco_lib._validation import check_delta, check_epsilon, check_int, check_positive, check_rng
+from dpsco_lib._validation import check_bool, check_delta, check_epsilon, check_int, check_positive, check_rng
 from dpsco_lib.algorithms._result import Result
-from dpsco_lib.algorithms.private_smd_saddle import alg1_per_draw_budget
 from dpsco_lib.geometry.mirror import entropic_step_unchecked, entropic_step_with_weights
 from dpsco_lib.geometry.sets import LpBall, Simplex
 from dpsco_lib.geometry.sparsify import inverse_cdf_draws, maurey_counts
-from dpsco_lib.privacy.accounting import PrivacyLedger, advanced_composition_epsilon
+from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.budget import check_accountant, per_step_epsilon
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
 
 __all__ = [
+    "ACCOUNTANT",
     "REGIMES",
     "Alg5Params",
     "alg5_resample_steps",
@@ -70,7 +73,7 @@ __all__ = [
 ]
 
 REGIMES = ("first_order", "second_order")
-COMPOSITIONS = ("advanced", "cor36")
+ACCOUNTANT = "advanced"  # the default: DRV10, the calibration of earlier versions (notebook numbers unchanged)
 _EXPONENTS = {"first_order": 2.0 / 5.0, "second_order": 1.0 / 2.0}
 _MAX_K = 1_000_000
 
@@ -81,13 +84,7 @@ def _check_regime(regime: str) -> str:
     return regime
 
 
-def _check_composition(composition: str) -> str:
-    if composition not in COMPOSITIONS:
-        raise ValueError(f"composition must be one of {COMPOSITIONS}, got {composition!r}")
-    return composition
-
-
-def alg5_resample_steps(T: int, t0: int, tau: int) -> np.ndarray:
+def alg5_resample_steps(T: int, *, t0: int, tau: int) -> np.ndarray:
     """The steps t in 1..T at which Algorithm 5 redraws its K vertices: t <= t0, then t0 + tau, t0 + 2 tau, ...
 
     Returns an int64 array (sorted, starting at 1).
@@ -122,10 +119,11 @@ class Alg5Params:
     n_draws : int
         Data-dependent vertex draws N = K (n_resample - 1) + K_out (what the ledger records).
     eta, eta_cap : float
-        Step size and the privacy cap eps0 B/(4 T L0w).
+        Step size (the ``step_size`` keyword of the runners) and the privacy cap eps0 B/(4 T L0w).
     eps0, eps_draw : float
         Per-draw budget from the accountant for N draws; 4 eta T L0w/B actually spent (<= eps0 under the cap).
-    regime, composition, set_kind : str
+    regime, accountant, set_kind : str
+        The regime of Thm 4.2, the accountant that calibrated eps0, the feasible set.
     n_vertices : int
         |V| = d (simplex) or 2d (l1 ball).
     log_v : float
@@ -153,7 +151,7 @@ class Alg5Params:
     eps0: float
     eps_draw: float
     regime: str
-    composition: str
+    accountant: str
     set_kind: str
     n_vertices: int
     log_v: float
@@ -177,21 +175,38 @@ class Alg5Params:
 # ---------------------------------------------------------------------------------------------------------
 # the bound model (vectorized over parameter grids)
 # ---------------------------------------------------------------------------------------------------------
-def _drv_per_step_vec(eps: float, delta: float, k: np.ndarray) -> np.ndarray:
-    """Per-step eps0 with sqrt(2 k ln(1/delta)) e + k e (e^e - 1) = eps (DRV10), vectorized Newton from above
-    (the map is convex increasing, so Newton from a point above the root decreases monotonically)."""
-    a = np.sqrt(2.0 * k * math.log(1.0 / delta))
-    # start above the root without overflow: e e^e - e <= eps/k forces e <= max(1, log1p(eps/k))
-    e = np.minimum(eps / a, np.maximum(1.0, np.log1p(eps / k)))
-    for _ in range(60):
-        h = a * e + k * e * np.expm1(e) - eps
-        dh = a + k * (np.expm1(e) + e * np.exp(e))
-        e = np.maximum(e - h / dh, 0.0)
-    return e
+# The accountant that prices the per-draw budget inside the design search (KOV costs O(k) per evaluation, PLD
+# seconds: a cheap valid accountant of similar tightness stands in; the run's eps0 is the chosen accountant's).
+_DESIGN_ACCOUNTANT = {"kov": "advanced", "pld": "rdp", "best": "rdp"}
+_PER_DECADE = 64  # nodes per decade of the draw-count table of the design search
+
+
+def _eps0(epsilon: float, delta: float, n_draws: int, accountant: str) -> float:
+    # the one calibration path (cached there): n_draws exponential-mechanism events certify (epsilon, delta)
+    return per_step_epsilon(epsilon, delta, n_draws, accountant=accountant, mechanism="exponential").value
+
+
+@lru_cache(maxsize=64)
+def _eps0_table(eps: float, delta: float, accountant: str, decades: int) -> tuple[np.ndarray, np.ndarray]:
+    """(log k, log eps0(k)) at ~64 draw counts k per decade in [1, 10^decades], from the budget path."""
+    ks = np.unique(np.round(np.logspace(0.0, decades, decades * _PER_DECADE + 1)).astype(np.int64))
+    e0 = np.array([_eps0(eps, delta, int(k), accountant) for k in ks])
+    return np.log(ks.astype(np.float64)), np.log(e0)
+
+
+def _eps0_model(eps: float, delta: float, N: np.ndarray, accountant: str) -> np.ndarray:
+    """Per-draw budget at the (10^4-10^5 distinct) draw counts of the design search: log-log interpolation of
+    :func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon` between the nodes of :func:`_eps0_table`
+    (relative error ~1e-5 where eps0(k) bends, exact at the nodes).  Design only: the run's eps0 and cap are
+    computed by ``per_step_epsilon`` at the chosen N."""
+    N = np.asarray(N, dtype=np.float64)
+    decades = max(1, math.ceil(math.log10(max(float(N.max()), 10.0))))
+    lk, le = _eps0_table(eps, delta, _DESIGN_ACCOUNTANT.get(accountant, accountant), decades)
+    return np.exp(np.interp(np.log(N), lk, le))
 
 
 def _model(n: int, lv: float, nv: int, eps: float, delta: float, L0: float, L1: float, L2: float, regime: str,
-           composition: str, T: np.ndarray, K: np.ndarray, tau: np.ndarray, Kout: np.ndarray,
+           accountant: str, T: np.ndarray, K: np.ndarray, tau: np.ndarray, Kout: np.ndarray,
            eta_fixed: float | None) -> dict[str, np.ndarray]:
     """Terms of the bound model for broadcast arrays of (T, K, tau, K_out); t0 = min(T, 2 tau)."""
     T = np.asarray(T, dtype=np.float64)
@@ -202,10 +217,7 @@ def _model(n: int, lv: float, nv: int, eps: float, delta: float, L0: float, L1: 
     B = np.floor(n / T)
     A = T * (T + 1) / 2.0
     N = K * (_n_resample(T, t0, tau) - 1) + Kout
-    if composition == "advanced":
-        eps0 = _drv_per_step_vec(eps, delta, N)
-    else:
-        eps0 = eps / (2.0 * np.sqrt(2.0 * N * math.log(1.0 / delta)))
+    eps0 = _eps0_model(eps, delta, N, accountant)
     cap = eps0 * B / (4.0 * T * L0)
     # EG regret / A_T = a/eta + b eta; lazy correlation = c eta (see alg5_theory_params)
     a = lv / A
@@ -239,7 +251,7 @@ def _refine(center: int, grid: np.ndarray, lo: int, hi: int, num: int = 15) -> n
 
 @lru_cache(maxsize=2048)
 def _search(n: int, lv: float, nv: int, eps: float, delta: float, L0: float, L1: float, L2: float, regime: str,
-            composition: str, T_fix: int | None, K_fix: int | None, tau_fix: int | None, Kout_fix: int | None,
+            accountant: str, T_fix: int | None, K_fix: int | None, tau_fix: int | None, Kout_fix: int | None,
             eta_fix: float | None) -> tuple[int, int, int, int]:
     """Minimize the bound model over integer (T, K, tau, K_out) (geometric grids, then a local refinement)."""
     Tg = np.array([T_fix]) if T_fix is not None else _geom_ints(1, n, 36)
@@ -250,7 +262,7 @@ def _search(n: int, lv: float, nv: int, eps: float, delta: float, L0: float, L1:
     def best(Tv: np.ndarray, Kv: np.ndarray, tv: np.ndarray, Kov: np.ndarray) -> tuple[int, int, int, int]:
         TT, KK, tt, KO = np.meshgrid(Tv, Kv, tv, Kov, indexing="ij")
         ok = tt <= TT
-        m = _model(n, lv, nv, eps, delta, L0, L1, L2, regime, composition, TT, KK, tt, KO, eta_fix)
+        m = _model(n, lv, nv, eps, delta, L0, L1, L2, regime, accountant, TT, KK, tt, KO, eta_fix)
         tot = np.where(ok, m["total"], np.inf)
         i = np.unravel_index(int(np.argmin(tot)), tot.shape)
         return int(TT[i]), int(KK[i]), int(tt[i]), int(KO[i])
@@ -270,6 +282,7 @@ def _search(n: int, lv: float, nv: int, eps: float, delta: float, L0: float, L1:
 
 def alg5_theory_params(
     n: int,
+    *,
     n_vertices: int,
     epsilon: float,
     delta: float,
@@ -277,15 +290,14 @@ def alg5_theory_params(
     L1: float,
     L2: float,
     regime: str,
-    *,
-    composition: str = "advanced",
+    accountant: str = ACCOUNTANT,
     set_kind: str = "simplex",
     T: int | None = None,
     K: int | None = None,
     K_out: int | None = None,
     tau: int | None = None,
     t0: int | None = None,
-    eta: float | None = None,
+    step_size: float | None = None,
     enforce_privacy_cap: bool = True,
 ) -> Alg5Params:
     r"""T, B, K, K', t0, tau, eta of Algorithm 5 that attain the rates of Thm 4.2 [GGP24] (Spec A5).
@@ -325,7 +337,8 @@ def alg5_theory_params(
 
     Here t0 = min(T, 2 tau) (before ~2 tau the drift bound 4 (t - s)/t is vacuous) and (T, K, tau, K')
     minimize the model numerically over integer geometric grids and a local refinement (the cap inside the
-    search uses a vectorized Newton solve of DRV10; the returned eps0 and eta_cap are the accountant's).
+    search interpolates the budget path's eps0 on a table of draw counts, with DRV standing in for KOV and RDP for
+    PLD and best; the returned eps0 and eta_cap are the chosen accountant's, from ``per_step_epsilon``).
     The statistical term L0 sqrt(l/n) is reported but does not depend on the parameters.
 
     Parameters
@@ -339,12 +352,15 @@ def alg5_theory_params(
     L0, L1, L2 : float
         Constants in the weights (L2 only enters the "second_order" regime).
     regime : {"first_order", "second_order"}
-    composition : {"advanced", "cor36"}
+    accountant : str
+        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`.  Default ``"advanced"`` (DRV10, the
+        calibration of earlier versions); ``"paper"`` is the rule of seed 001 Cor 3.6; ``"best"`` is the
+        tightest valid accountant (the largest eps0, hence the largest cap).
     set_kind : str
         Label stored in the result ("simplex" or "l1_ball").
-    T, K, K_out, tau, t0, eta : optional
-        Fix some parameters; the others are chosen as above given them (t0 defaults to min(T, 2 tau)).  An eta
-        above the cap raises ``ValueError`` unless ``enforce_privacy_cap=False``.
+    T, K, K_out, tau, t0, step_size : optional
+        Fix some parameters; the others are chosen as above given them (t0 defaults to min(T, 2 tau)).  A step
+        size above the cap raises ``ValueError`` unless ``enforce_privacy_cap=False``.
     """
     n = check_int(n, "n", lo=1)
     nv = check_int(n_vertices, "n_vertices", lo=2)
@@ -354,11 +370,8 @@ def alg5_theory_params(
     L1 = check_positive(L1, "L1", allow_zero=True)
     L2 = check_positive(L2, "L2", allow_zero=True, allow_inf=True)
     regime = _check_regime(regime)
-    composition = _check_composition(composition)
-    if not isinstance(enforce_privacy_cap, bool):
-        raise ValueError(f"enforce_privacy_cap must be a bool, got {enforce_privacy_cap!r}")
-    if composition == "cor36" and eps > 1:
-        raise ValueError(f"composition='cor36' (seed 001 Cor 3.6) needs epsilon <= 1, got {eps!r}")
+    accountant = check_accountant(accountant)
+    enforce_privacy_cap = check_bool(enforce_privacy_cap, "enforce_privacy_cap")
     if regime == "second_order" and math.isinf(L2):
         raise ValueError("regime 'second_order' needs a finite L2")
     T = None if T is None else check_int(T, "T", lo=1, hi=n)
@@ -368,32 +381,34 @@ def alg5_theory_params(
     if T is not None and tau is not None and tau > T:
         raise ValueError(f"tau must be <= T = {T}, got {tau}")
     t0 = None if t0 is None else check_int(t0, "t0", lo=1)
-    eta = None if eta is None else check_positive(eta, "eta")
+    eta = None if step_size is None else check_positive(step_size, "step_size")
     lv = math.log(nv)
-    T_, K_, tau_, Ko_ = _search(n, lv, nv, eps, dl, L0, L1, L2, regime, composition, T, K, tau, K_out, eta)
+    T_, K_, tau_, Ko_ = _search(n, lv, nv, eps, dl, L0, L1, L2, regime, accountant, T, K, tau, K_out, eta)
     t0_ = min(T_, 2 * tau_) if t0 is None else t0
-    m = _model(n, lv, nv, eps, dl, L0, L1, L2, regime, composition, np.array([T_]), np.array([K_]),
+    m = _model(n, lv, nv, eps, dl, L0, L1, L2, regime, accountant, np.array([T_]), np.array([K_]),
                np.array([tau_]), np.array([Ko_]), eta)
     B = n // T_
     n_res = int(_n_resample(T_, t0_, tau_))
     N = K_ * (n_res - 1) + Ko_
-    eps0 = alg1_per_draw_budget(eps, dl, N, composition)
+    eps0 = _eps0(eps, dl, N, accountant)
     cap = eps0 * B / (4.0 * T_ * L0)
     if eta is None:
         a = lv / (T_ * (T_ + 1) / 2.0)
         b = L0**2 * (2 * T_ + 1) / 6.0
         c = float(m["lazy"][0] / m["eta"][0]) if m["eta"][0] > 0 else 0.0
         eta_used = min(cap, math.sqrt(a / (b + c)))
+        while 4.0 * eta_used * T_ * L0 / B > eps0:  # the rounding of eps0 B/(4 T L0): spend at most eps0
+            eta_used = math.nextafter(eta_used, 0.0)
     else:
         eta_used = eta
     if eta_used > cap * (1 + 1e-12) and enforce_privacy_cap:
         raise ValueError(
-            f"eta = {eta_used!r} exceeds the privacy cap eps0 B/(4 T L0) = {cap!r} (eps0 = {eps0!r} for {N} draws, "
-            f"B = {B}, T = {T_}); pass enforce_privacy_cap=False to run anyway (the ledger then certifies the "
+            f"step_size = {eta_used!r} exceeds the privacy cap eps0 B/(4 T L0) = {cap!r} (eps0 = {eps0!r} for {N} "
+            f"draws, B = {B}, T = {T_}); pass enforce_privacy_cap=False to run anyway (the ledger then certifies the "
             "larger epsilon actually spent)"
         )
     # the terms at the parameters actually used (t0 may have been fixed by the caller)
-    mm = _model(n, lv, nv, eps, dl, L0, L1, L2, regime, composition, np.array([T_]), np.array([K_]),
+    mm = _model(n, lv, nv, eps, dl, L0, L1, L2, regime, accountant, np.array([T_]), np.array([K_]),
                 np.array([tau_]), np.array([Ko_]), eta_used)
     A = T_ * (T_ + 1) / 2.0
     drift = 4.0 * L1 * (tau_ - 1) * max(T_ - t0_, 0) / A
@@ -403,7 +418,7 @@ def alg5_theory_params(
     return Alg5Params(
         T=int(T_), B=int(B), K=int(K_), K_out=int(Ko_), t0=int(t0_), tau=int(tau_), n_resample=n_res,
         n_draws=int(N), eta=float(eta_used), eta_cap=float(cap), eps0=float(eps0),
-        eps_draw=float(4.0 * eta_used * T_ * L0 / B), regime=regime, composition=composition, set_kind=set_kind,
+        eps_draw=float(4.0 * eta_used * T_ * L0 / B), regime=regime, accountant=accountant, set_kind=set_kind,
         n_vertices=nv, log_v=lv, L0w=L0, L1w=L1, L2w=L2, eg_term=eg, bias_term=bias, drift_term=float(drift),
         lazy_term=lazy, output_term=out, stat_term=stat, bound=eg + bias + drift + lazy + out + stat,
         rho=rho, exponent=_EXPONENTS[regime],
@@ -427,7 +442,7 @@ def _geometry(problem: Any) -> tuple[str, int, float]:
     raise ValueError(f"Algorithm 5 needs a Simplex or an l1 ball (L1Ball) feasible set, got {type(fset).__name__}")
 
 
-def _resolve(problem: Problem, n: int, epsilon: float, delta: float, regime: str, composition: str,
+def _resolve(problem: Problem, n: int, epsilon: float, delta: float, regime: str, accountant: str,
              hyper: dict[str, Any], enforce_privacy_cap: bool) -> tuple[Alg5Params, float]:
     kind, nv, r = _geometry(problem)
     regime = _check_regime(regime)
@@ -437,8 +452,9 @@ def _resolve(problem: Problem, n: int, epsilon: float, delta: float, regime: str
         if T > n:
             raise ValueError(f"T must be <= n = {n} (disjoint batches of size floor(n/T) >= 1), got {T}")
     prm = alg5_theory_params(
-        n, nv, epsilon, delta, r * problem.L0, r * r * problem.L1, r**3 * problem.L2, regime,
-        composition=composition, set_kind=kind, enforce_privacy_cap=enforce_privacy_cap, **hyper,
+        n, n_vertices=nv, epsilon=epsilon, delta=delta, L0=r * problem.L0, L1=r * r * problem.L1,
+        L2=r**3 * problem.L2, regime=regime, accountant=accountant, set_kind=kind,
+        enforce_privacy_cap=enforce_privacy_cap, **hyper,
     )
     return prm, r
 
@@ -471,7 +487,7 @@ def _core(problem: Problem, data: Dataset, prm: Alg5Params, radius: float, rng: 
     d = problem.d
     l1 = prm.set_kind == "l1_ball"
     redraw = np.zeros(T + 1, dtype=bool)
-    redraw[alg5_resample_steps(T, prm.t0, prm.tau)] = True
+    redraw[alg5_resample_steps(T, t0=prm.t0, tau=prm.tau)] = True
     log_w = np.full((m, nv), -math.log(nv))
     x_avg = np.full((m, nv), 1.0 / nv)  # x_1 = w_1
     grad_of = problem._mean_grad  # records validated by the caller; released points are feasible by construction
@@ -555,8 +571,21 @@ def _ledger(prm: Alg5Params) -> PrivacyLedger:
     return led
 
 
-def _hyper(T: Any, K: Any, K_out: Any, tau: Any, t0: Any, eta: Any) -> dict[str, Any]:
-    return {"T": T, "K": K, "K_out": K_out, "tau": tau, "t0": t0, "eta": eta}
+def _hyper(T: Any, K: Any, K_out: Any, tau: Any, t0: Any, step_size: Any) -> dict[str, Any]:
+    return {"T": T, "K": K, "K_out": K_out, "tau": tau, "t0": t0, "step_size": step_size}
+
+
+def _check_inputs(problem: Any, data: Any, epsilon: Any, delta: Any, accountant: Any, rng: Any,
+                  mult: Any) -> tuple[Dataset, float, float, str, np.random.Generator, float]:
+    """The public boundary of the runners: privacy arguments, the problem's kind, the data and its bounds."""
+    eps, dl = check_epsilon(epsilon), check_delta(delta, allow_zero=False)
+    accountant = check_accountant(accountant)
+    rng = check_rng(rng)
+    mult = check_positive(mult, "_eta_multiplier")
+    _geometry(problem)
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a dpsco_lib.problems.Dataset, got {type(data).__name__}")
+    return problem.validate_data(data), eps, dl, accountant, rng, mult
 
 
 def run_anytime_smd_sco(
@@ -572,10 +601,10 @@ def run_anytime_smd_sco(
     K_out: int | None = None,
     tau: int | None = None,
     t0: int | None = None,
-    eta: float | None = None,
-    composition: str = "advanced",
+    step_size: float | None = None,
+    accountant: str = ACCOUNTANT,
     enforce_privacy_cap: bool = True,
-    keep_trace: bool = False,
+    trace: bool = False,
     _eta_multiplier: float = 1.0,
 ) -> Result:
     r"""Algorithm 5 of [GGP24]: (eps, delta)-DP anytime online-to-batch exponentiated gradient (Spec A5, Thm 4.2).
@@ -595,13 +624,16 @@ def run_anytime_smd_sco(
         The only source of randomness.
     regime : {"first_order", "second_order"}
         Which rate of Thm 4.2 the default parameters target.
-    T, K, K_out, tau, t0, eta : optional
-        Override the theory parameters (1 <= T <= n, K, K_out >= 1, 1 <= tau <= T, t0 >= 1, 0 < eta <= cap).
-    composition : {"advanced", "cor36"}
-        Per-draw budget solver.
+    T, K, K_out, tau, t0, step_size : optional
+        Override the theory parameters (1 <= T <= n, K, K_out >= 1, 1 <= tau <= T, t0 >= 1,
+        0 < step_size <= cap).
+    accountant : str
+        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`: the accountant that calibrates the
+        per-draw budget.  Default ``"advanced"`` (DRV10, as in earlier versions); ``"paper"`` is seed 001
+        Cor 3.6; ``"best"`` is the tightest valid accountant.
     enforce_privacy_cap : bool
-        If False an eta above the cap is accepted; the ledger records the larger per-draw epsilon.
-    keep_trace : bool
+        If False a step size above the cap is accepted; the ledger records the larger per-draw epsilon.
+    trace : bool
         Store ``alpha``, ``redraw_steps``, ``log_w`` (T+1, |V|), ``x_avg`` (T+1, |V|; x_1..x_{T+1}),
         ``grad_weights`` (T, |V|), ``x_tilde_weights`` and ``output_counts`` in ``result.trace`` (memory
         O(T |V|); the non-released ``x_avg`` is for tests and diagnostics only).
@@ -612,33 +644,26 @@ def run_anytime_smd_sco(
     Returns
     -------
     Result
-        x the K'-vertex output in R^d; params the Alg5Params fields; ledger; info with the certificate.
+        x the K'-vertex output in R^d; params the Alg5Params fields; ledger (the only certificate:
+        ``result.certified_epsilon(delta)``); info with the target and the accountant.
     """
-    rng = check_rng(rng)
-    mult = check_positive(_eta_multiplier, "_eta_multiplier")
-    if not isinstance(keep_trace, bool):
-        raise ValueError(f"keep_trace must be a bool, got {keep_trace!r}")
-    _geometry(problem)
-    if not isinstance(data, Dataset):
-        raise ValueError(f"data must be a dpsco_lib.problems.Dataset, got {type(data).__name__}")
-    data = problem.validate_data(data)
-    prm, r = _resolve(problem, data.n, epsilon, delta, regime, composition, _hyper(T, K, K_out, tau, t0, eta),
+    data, eps, dl, accountant, rng, mult = _check_inputs(problem, data, epsilon, delta, accountant, rng,
+                                                          _eta_multiplier)
+    trace = check_bool(trace, "trace")
+    prm, r = _resolve(problem, data.n, eps, dl, regime, accountant, _hyper(T, K, K_out, tau, t0, step_size),
                       enforce_privacy_cap)
-    xs, _, trace = _core(problem, data, prm, r, rng, prm.eta * mult, 1, keep_trace)
-    x = xs[0]
-    led = _ledger(prm)
+    xs, _, tr = _core(problem, data, prm, r, rng, prm.eta * mult, 1, trace)
     info = {
         "method": "Algorithm 5 (GGP24), anytime online-to-batch EG with lazy vertex sampling",
         "spec": "A5",
-        "target_epsilon": float(epsilon),
-        "delta": float(delta),
-        # DRV of the N draws: the composition the calibration used (== led.epsilon(delta, "advanced"))
-        "certified_epsilon": advanced_composition_epsilon(prm.eps_draw, k=prm.n_draws, delta_prime=delta),
-        "privacy_cap_enforced": enforce_privacy_cap,
+        "target_epsilon": eps,
+        "delta": dl,
+        "accountant": accountant,
+        "privacy_cap_enforced": bool(enforce_privacy_cap),
         "gradient_evaluations": prm.T * prm.B,
         "eta_multiplier_hook": mult,
     }
-    return Result(x=x, trace=trace, params=prm.as_dict(), ledger=led, info=info)
+    return Result(x=xs[0], trace=tr, params=prm.as_dict(), ledger=_ledger(prm), info=info)
 
 
 def run_anytime_smd_sco_many(
@@ -655,8 +680,8 @@ def run_anytime_smd_sco_many(
     K_out: int | None = None,
     tau: int | None = None,
     t0: int | None = None,
-    eta: float | None = None,
-    composition: str = "advanced",
+    step_size: float | None = None,
+    accountant: str = ACCOUNTANT,
     enforce_privacy_cap: bool = True,
     _eta_multiplier: float = 1.0,
 ) -> dict[str, Any]:
@@ -667,14 +692,10 @@ def run_anytime_smd_sco_many(
     with ``x`` (n_runs, d), ``output_counts`` (n_runs, |V|), ``params`` and ``ledger`` (shared by every run).
     Memory O(n_runs |V|).
     """
-    rng = check_rng(rng)
+    data, eps, dl, accountant, rng, mult = _check_inputs(problem, data, epsilon, delta, accountant, rng,
+                                                          _eta_multiplier)
     n_runs = check_int(n_runs, "n_runs", lo=1)
-    mult = check_positive(_eta_multiplier, "_eta_multiplier")
-    _geometry(problem)
-    if not isinstance(data, Dataset):
-        raise ValueError(f"data must be a dpsco_lib.problems.Dataset, got {type(data).__name__}")
-    data = problem.validate_data(data)
-    prm, r = _resolve(problem, data.n, epsilon, delta, regime, composition, _hyper(T, K, K_out, tau, t0, eta),
+    prm, r = _resolve(problem, data.n, eps, dl, regime, accountant, _hyper(T, K, K_out, tau, t0, step_size),
                       enforce_privacy_cap)
     xs, counts, _ = _core(problem, data, prm, r, rng, prm.eta * mult, n_runs, False)
     return {"x": xs, "output_counts": counts, "params": prm.as_dict(), "ledger": _ledger(prm)}

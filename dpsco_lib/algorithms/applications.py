@@ -16,8 +16,10 @@ error max_j |<q_j, p> - <q_j, h>|.  Two private solvers:
   u_c = eta sum_{s<=t} (B^T (p_s - h_{S_s}))_c; replacing one record of batch S_s moves u_c by
   eta (q_j(k') - q_j(k))/B in [-eta/B, eta/B] (queries in [0, 1]), so Delta = eta/B and each draw is
   2 eta/B-DP (the exponential mechanism with its factor 2; half of the generic 4 eta L0/B, L0 = 1).
-  The K T draws compose (advanced composition, per-draw budget eps0 from the accountant), so the privacy cap
-  is eta <= eps0 B/2.  T is where that cap meets the unconstrained SMD step sqrt(l/T) (l = log N + log 2m),
+  The K T draws compose; the per-draw budget eps0 comes from the one calibration path
+  (:func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon`, K T exponential-mechanism events, accountant
+  ``accountant=``, default ``"advanced"`` as in earlier versions), so the privacy cap is eta <= eps0 B/2.
+  T is where that cap meets the unconstrained SMD step sqrt(l/T) (l = log N + log 2m),
   exactly as in :func:`~dpsco_lib.algorithms.private_smd_saddle.alg1_theory_params`.  Output: the average of
   the p-iterates, a distribution over the universe (optionally ``synthetic_size`` records drawn from it).
   SMD on the game gives E max-error <= l/(eta T) + eta + (batch noise), and at the balanced T the private term
@@ -29,13 +31,16 @@ X2: DP minimization of the maximal group loss
 ---------------------------------------------
 :class:`~dpsco_lib.problems.applications.MaxOfLosses` is min_{||x||_1 <= R} max_{y in Delta_m} sum_g y_g L_g(x).
 Algorithm 1 needs simplices, so x is lifted to the 2d vertices of the l1 ball, x = R (w[:d] - w[d:]) with
-w in Delta_{2d} (:class:`L1LiftedSaddle`).  The lifted gradient is R [g, -g], so the constants w.r.t.
-||w||_1 + ||y||_1 (gradients in l_inf) become, with pi_min the smallest group frequency, l_max = log(1 + e^{B_a R}):
+w in Delta_{2d} (:class:`~dpsco_lib.problems.lifted.L1LiftedSaddle`).  The lifted gradient is R [g, -g], so the
+constants w.r.t. ||w||_1 + ||y||_1 (gradients in l_inf) become, with pi_min the smallest group frequency,
+l_max = log(1 + e^{B_a R}):
 
     L0 = max(R B_a, l_max)/pi_min,  L1 = max(R^2 B_a^2/4, R B_a)/pi_min,
     L2 = max(R^3 B_a^3/(6 sqrt 3), R^2 B_a^2/4)/pi_min
 
-(:func:`lift_max_of_losses`).  :func:`run_group_robust_alg1` runs Algorithm 1 on it and unlifts;
+(:func:`~dpsco_lib.problems.lifted.lift_max_of_losses`; the lifted problem and the pooled problem live in
+:mod:`dpsco_lib.problems.lifted` and are re-exported here).  :func:`run_group_robust_alg1` runs Algorithm 1 on
+it and unlifts;
 :func:`run_group_blind_erm` is private ERM on the pooled logistic loss (Poly-SFW, Spec F1, which ignores groups);
 :func:`exact_pooled_erm` is its non-private optimum and ``problem.saddle_point()`` the exact group-robust one
 (cvxpy + Clarabel).
@@ -57,18 +62,20 @@ import numpy as np
 from dpsco_lib._validation import check_delta, check_epsilon, check_int, check_positive, check_rng
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.algorithms.poly_sfw import run_poly_sfw
-from dpsco_lib.algorithms.private_smd_saddle import (
-    alg1_per_draw_budget,
-    run_private_smd_saddle,
-)
-from dpsco_lib.geometry.mirror import entropic_step_unchecked, l1_lift, l1_unlift
-from dpsco_lib.geometry.sets import L1Ball, Simplex
-from dpsco_lib.privacy.accounting import PrivacyLedger, advanced_composition_epsilon
+from dpsco_lib.algorithms.private_smd_saddle import ACCOUNTANT, alg1_per_draw_budget, run_private_smd_saddle
+from dpsco_lib.geometry.mirror import entropic_step_unchecked
+from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.budget import check_accountant
 from dpsco_lib.privacy.mechanisms import sample_categorical_log
 from dpsco_lib.problems.applications import LinearQueryGame, MaxOfLosses
-from dpsco_lib.problems.base import SaddleProblem, solve_cvxpy
+from dpsco_lib.problems.base import solve_cvxpy
 from dpsco_lib.problems.dataset import Dataset
-from dpsco_lib.problems.logistic import LogisticRegression
+from dpsco_lib.problems.lifted import (  # re-exported: they lived here before dpsco_lib.problems.lifted
+    L1LiftedSaddle,
+    check_max_of_losses,
+    lift_max_of_losses,
+    pooled_logistic_problem,
+)
 
 __all__ = [
     "L1LiftedSaddle",
@@ -98,9 +105,9 @@ class QueryReleaseParams:
     K, T, B : int
         y-draws per step, steps, batch size floor(n/T).
     eta, eta_cap : float
-        Step size and the privacy cap eps0 B/2.
+        Step size (the ``step_size`` keyword) and the privacy cap eps0 B/2.
     eps0 : float
-        Per-draw budget for K T draws (advanced composition, from the accountant).
+        Per-draw budget for K T draws (from ``per_step_epsilon`` with the accountant).
     eps_draw : float
         2 eta/B, the per-draw epsilon actually spent.
     n_draws : int
@@ -109,6 +116,8 @@ class QueryReleaseParams:
         l = log N + log(2m).
     bound : float
         l/(eta T) + eta, the SMD bound at these parameters (up to the batch noise).
+    accountant : str
+        The accountant that calibrated eps0.
     """
 
     K: int
@@ -121,22 +130,29 @@ class QueryReleaseParams:
     n_draws: int
     log_d: float
     bound: float
+    accountant: str = ACCOUNTANT
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
 
 
-def _qr_cap(n: int, T: int, K: int, eps: float, dl: float) -> float:
-    return alg1_per_draw_budget(eps, dl, K * T) * (n // T) / 2.0
+def _qr_cap(n: int, T: int, K: int, eps: float, dl: float, accountant: str) -> float:
+    # eps0 from the budget path (per_step_epsilon, K T exponential-mechanism draws, cached there)
+    return alg1_per_draw_budget(eps, delta=dl, n_draws=K * T, accountant=accountant) * (n // T) / 2.0
 
 
 def query_release_params(
-    n: int, N: int, m: int, epsilon: float, delta: float, *, K: int = 1, T: int | None = None,
-    eta: float | None = None,
+    n: int, *, N: int, m: int, epsilon: float, delta: float, K: int = 1, T: int | None = None,
+    step_size: float | None = None, accountant: str = ACCOUNTANT,
 ) -> QueryReleaseParams:
     r"""K, T, B, eta of the structured Algorithm-1 variant for m linear queries over a universe of N (Spec X1).
 
     eta_cap(T) = eps0(K T) floor(n/T)/2 decreases like T^{-3/2} and the unconstrained SMD step
     eta_stat(T) = sqrt(l/T) (L0 = 1) like T^{-1/2}; T is the largest T in [1, n] with
-    eta_cap(T) >= eta_stat(T) (bisection with the exact accountant), and eta = min(eta_cap, eta_stat).
-    A given eta above the cap raises ``ValueError``.
+    eta_cap(T) >= eta_stat(T) (bisection with the exact accountant: a utility root solve, eps0 itself comes
+    from ``per_step_epsilon``), and eta = min(eta_cap, eta_stat).  A given ``step_size`` above the cap raises
+    ``ValueError``.  ``accountant``: one of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS` (default
+    ``"advanced"``, DRV10 as in earlier versions; ``"best"`` is the tightest valid accountant).
     """
     n = check_int(n, "n", lo=1)
     N = check_int(N, "N", lo=2)
@@ -144,10 +160,11 @@ def query_release_params(
     eps = check_epsilon(epsilon)
     dl = check_delta(delta, allow_zero=False)
     K = check_int(K, "K", lo=1, hi=10_000)
+    accountant = check_accountant(accountant)
     log_d = math.log(N) + math.log(2 * m)
 
     def ok(t: int) -> bool:
-        return _qr_cap(n, t, K, eps, dl) >= math.sqrt(log_d / t)
+        return _qr_cap(n, t, K, eps, dl, accountant) >= math.sqrt(log_d / t)
 
     if T is None:
         if ok(n):
@@ -162,24 +179,27 @@ def query_release_params(
             T = lo
     else:
         T = check_int(T, "T", lo=1, hi=n)
-    cap = _qr_cap(n, T, K, eps, dl)
-    if eta is None:
-        eta = min(cap, math.sqrt(log_d / T))
-    else:
-        eta = check_positive(eta, "eta")
-        if eta > cap * (1 + 1e-12):
-            raise ValueError(f"eta = {eta!r} exceeds the privacy cap eps0 B/2 = {cap!r} (T = {T}, K = {K})")
+    cap = _qr_cap(n, T, K, eps, dl, accountant)
     B = n // T
+    eps0 = alg1_per_draw_budget(eps, delta=dl, n_draws=K * T, accountant=accountant)
+    if step_size is None:
+        eta = min(cap, math.sqrt(log_d / T))
+        while 2.0 * eta / B > eps0:  # the rounding of eps0 B/2: spend at most eps0 per draw
+            eta = math.nextafter(eta, 0.0)
+    else:
+        eta = check_positive(step_size, "step_size")
+        if eta > cap * (1 + 1e-12):
+            raise ValueError(f"step_size = {eta!r} exceeds the privacy cap eps0 B/2 = {cap!r} (T = {T}, K = {K})")
     return QueryReleaseParams(
-        K=K, T=int(T), B=int(B), eta=float(eta), eta_cap=float(cap),
-        eps0=float(alg1_per_draw_budget(eps, dl, K * T)), eps_draw=float(2.0 * eta / B), n_draws=int(K * T),
-        log_d=float(log_d), bound=float(log_d / (eta * T) + eta),
+        K=K, T=int(T), B=int(B), eta=float(eta), eta_cap=float(cap), eps0=float(eps0),
+        eps_draw=float(2.0 * eta / B), n_draws=int(K * T), log_d=float(log_d),
+        bound=float(log_d / (eta * T) + eta), accountant=accountant,
     )
 
 
 def _check_game(game: Any) -> LinearQueryGame:
     if not isinstance(game, LinearQueryGame):
-        raise ValueError(f"game must be a LinearQueryGame, got {type(game).__name__}")
+        raise ValueError(f"game (the problem of Spec X1) must be a LinearQueryGame, got {type(game).__name__}")
     return game
 
 
@@ -192,7 +212,8 @@ def run_alg1_query_release(
     variant: str = "structured",
     K: int = 1,
     T: int | None = None,
-    eta: float | None = None,
+    step_size: float | None = None,
+    accountant: str = ACCOUNTANT,
     synthetic_size: int | None = None,
 ) -> Result:
     r"""(epsilon, delta)-DP synthetic distribution for the game's queries by Algorithm 1 (Spec X1, GGP24 Sec. 1.4).
@@ -208,9 +229,12 @@ def run_alg1_query_release(
         Target; delta in (0, 1).
     rng : numpy.random.Generator
     variant : {"structured", "generic"}
-    K, T, eta : optional
+    K, T, step_size : optional
         Structured: y-draws per step (default 1), steps and step size (default :func:`query_release_params`).
         Generic: passed to ``run_private_smd_saddle`` (regime "quadratic", default K = 1).
+    accountant : str
+        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`: calibrates the per-draw budget
+        (default ``"advanced"``, DRV10 as in earlier versions; ``"best"`` is the tightest valid accountant).
     synthetic_size : int, optional
         If given, release ``synthetic_size`` records drawn from the output distribution (post-processing);
         ``x`` is then their empirical distribution.
@@ -218,13 +242,14 @@ def run_alg1_query_release(
     Returns
     -------
     Result
-        ``x`` the synthetic distribution over the universe; ``ledger``; ``info`` with ``max_query_error``
-        (= max_y F(x, y)), ``certified_epsilon`` (advanced composition) and the target.
+        ``x`` the synthetic distribution over the universe; ``ledger`` (the only certificate:
+        ``result.certified_epsilon(delta)``); ``info`` with ``max_query_error`` (= max_y F(x, y)) and the target.
     """
-    game = _check_game(game)
-    rng = check_rng(rng)
     eps = check_epsilon(epsilon)
     dl = check_delta(delta, allow_zero=False)
+    accountant = check_accountant(accountant)
+    rng = check_rng(rng)
+    game = _check_game(game)
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     if synthetic_size is not None:
@@ -235,15 +260,15 @@ def run_alg1_query_release(
     if variant == "generic":
         data = Dataset(np.eye(game.N)[rec])
         res = run_private_smd_saddle(game, data, epsilon=eps, delta=dl, rng=rng, regime="quadratic",
-                                     K=K, T=T, eta=eta)
-        x, led, params, cert = res.x, res.ledger, dict(res.params), res.info["certified_epsilon"]
+                                     K=K, T=T, step_size=step_size, accountant=accountant)
+        x, led, params = res.x, res.ledger, dict(res.params)
     else:
-        prm = query_release_params(n, game.N, game.n_queries, eps, dl, K=K, T=T, eta=eta)
+        prm = query_release_params(n, N=game.N, m=game.n_queries, epsilon=eps, delta=dl, K=K, T=T,
+                                   step_size=step_size, accountant=accountant)
         x = _structured_core(game, rec, prm, rng)
         led = PrivacyLedger()
         led.record_exponential(prm.eps_draw, count=prm.n_draws, label="Alg 1 query-release y-draws (Spec X1)")
-        params = dict(prm.__dict__)
-        cert = advanced_composition_epsilon(prm.eps_draw, k=prm.n_draws, delta_prime=dl)
+        params = prm.as_dict()
     trace = None
     if synthetic_size is not None:
         idx = sample_categorical_log(np.log(np.maximum(x, 0.0)), rng=rng, size=synthetic_size)
@@ -253,7 +278,7 @@ def run_alg1_query_release(
         "method": f"Algorithm 1 ({variant}) for linear-query release",
         "target_epsilon": eps,
         "delta": dl,
-        "certified_epsilon": float(cert),
+        "accountant": accountant,
         "max_query_error": game.max_query_error(x),
     }
     params["variant"] = variant
@@ -329,103 +354,6 @@ def run_nonprivate_query_release(game: LinearQueryGame, *, rng: np.random.Genera
 # ---------------------------------------------------------------------------------------------------------
 # X2: maximal group loss
 # ---------------------------------------------------------------------------------------------------------
-class L1LiftedSaddle(SaddleProblem):
-    """A saddle problem over (l1 ball) x (simplex) lifted to (Delta_{2d}) x (simplex) for Algorithm 1 (Spec X2).
-
-    x = R (w[:d] - w[d:]); grad_w f = R [grad_x f, -grad_x f]; values, best responses and the saddle point are
-    those of the base problem (best responses and saddle points are lifted with
-    :func:`~dpsco_lib.geometry.mirror.l1_lift`).  The constants are given explicitly (see
-    :func:`lift_max_of_losses` for MaxOfLosses); by default the safe scaling max(R, 1)^k L_k of the base.
-
-    Parameters
-    ----------
-    base : SaddleProblem
-        With ``x_set`` an L1Ball of radius R.
-    L0, L1, L2 : float, optional
-    """
-
-    def __init__(self, base: SaddleProblem, *, L0: float | None = None, L1: float | None = None,
-                 L2: float | None = None) -> None:
-        if not isinstance(base, SaddleProblem) or not isinstance(base.x_set, L1Ball) or base.x_set.p != 1.0:
-            raise ValueError("base must be a SaddleProblem whose x_set is an l1 ball (L1Ball)")
-        self.base = base
-        self.radius = float(base.x_set.radius)
-        self.d = base.dx
-        self.x_set = Simplex(2 * self.d)
-        self.y_set = base.y_set
-        s = max(self.radius, 1.0)
-        self.L0 = float(base.L0 * s if L0 is None else check_positive(L0, "L0"))
-        self.L1 = float(base.L1 * s**2 if L1 is None else check_positive(L1, "L1", allow_zero=True))
-        self.L2 = float(base.L2 * s**3 if L2 is None else check_positive(L2, "L2", allow_zero=True))
-        self.exact_population = base.exact_population
-        self.spec = base.spec
-        self.needs_labels = base.needs_labels
-        self._extras = base._extras
-        self._cache = {}
-
-    @property
-    def data_dim(self) -> int:
-        return self.base.data_dim
-
-    def unlift(self, w: Any) -> np.ndarray:
-        return l1_unlift(w, self.radius)
-
-    def _loss(self, x: np.ndarray, y: np.ndarray, data: Dataset) -> np.ndarray:
-        return self.base._loss(self.unlift(x), y, data)
-
-    def _grad_x(self, x: np.ndarray, y: np.ndarray, data: Dataset) -> np.ndarray:
-        g = self.base._grad_x(self.unlift(x), y, data)
-        return self.radius * np.concatenate([g, -g], axis=-1)
-
-    def _grad_y(self, x: np.ndarray, y: np.ndarray, data: Dataset) -> np.ndarray:
-        return self.base._grad_y(self.unlift(x), y, data)
-
-    def _sample(self, n: int, rng: np.random.Generator) -> Dataset:
-        return self.base._sample(n, rng)
-
-    def _row_violation(self, data: Dataset) -> np.ndarray:
-        return self.base._row_violation(data)
-
-    def _clip_rows(self, data: Dataset, bad: np.ndarray) -> Dataset:
-        return self.base._clip_rows(data, bad)
-
-    def _base_x(self, w: np.ndarray) -> np.ndarray:
-        return self.base.x_set.project(self.unlift(w))  # rounding only: ||unlift(w)||_1 <= R exactly in reals
-
-    def _population_value(self, x: np.ndarray, y: np.ndarray) -> float:
-        return float(self.base._population_value(self._base_x(x), y))
-
-    def _best_response_x(self, y: np.ndarray) -> tuple[np.ndarray, float]:
-        xb, v = self.base._best_response_x(y)
-        return l1_lift(xb, self.radius), v
-
-    def _best_response_y(self, x: np.ndarray) -> tuple[np.ndarray, float]:
-        return self.base._best_response_y(self._base_x(x))
-
-    def _saddle_point(self) -> tuple[np.ndarray, np.ndarray, float]:
-        xb, yb, v = self.base.saddle_point()
-        return l1_lift(xb, self.radius), yb, v
-
-
-def _check_mol(problem: Any) -> MaxOfLosses:
-    if not isinstance(problem, MaxOfLosses):
-        raise ValueError(f"problem must be a MaxOfLosses, got {type(problem).__name__}")
-    return problem
-
-
-def lift_max_of_losses(problem: MaxOfLosses) -> L1LiftedSaddle:
-    """The 2d-vertex lift of a MaxOfLosses problem with its exact lifted constants (Spec X2; module docstring)."""
-    P = _check_mol(problem)
-    R, Ba, pmin = P.radius, P.B_a, float(P.pi.min())
-    lmax = math.log1p(math.exp(Ba * R))
-    return L1LiftedSaddle(
-        P,
-        L0=max(R * Ba, lmax) / pmin,
-        L1=max(R**2 * Ba**2 / 4.0, R * Ba) / pmin,
-        L2=max(R**3 * Ba**3 / (6.0 * math.sqrt(3.0)), R**2 * Ba**2 / 4.0) / pmin,
-    )
-
-
 def run_group_robust_alg1(
     problem: MaxOfLosses,
     data: Dataset,
@@ -436,8 +364,8 @@ def run_group_robust_alg1(
     regime: str = "second_order",
     K: int | None = None,
     T: int | None = None,
-    eta: float | None = None,
-    composition: str = "advanced",
+    step_size: float | None = None,
+    accountant: str = ACCOUNTANT,
 ) -> Result:
     r"""(epsilon, delta)-DP minimization of the maximal group loss by Algorithm 1 on the lifted problem (Spec X2).
 
@@ -447,50 +375,25 @@ def run_group_robust_alg1(
     data : Dataset
         Records (features, labels, ``extras["group"]``) within the problem's bounds; the group of a record is
         part of the record (replace-one may change it).
-    epsilon, delta, rng, regime, K, T, eta, composition
+    epsilon, delta, rng, regime, K, T, step_size, accountant
         As in :func:`~dpsco_lib.algorithms.private_smd_saddle.run_private_smd_saddle`.
 
     Returns
     -------
     Result
-        ``x`` the unlifted point of the l1 ball, ``y`` the group weights; ledger and certificate of Algorithm 1;
-        ``info["group_losses"]`` (population) and ``info["worst_group_loss"]`` = max_g L_g(x).
+        ``x`` the unlifted point of the l1 ball, ``y`` the group weights; the ledger of Algorithm 1 (the
+        certificate); ``info["group_losses"]`` (population) and ``info["worst_group_loss"]`` = max_g L_g(x).
     """
-    P = _check_mol(problem)
+    P = check_max_of_losses(problem)
     lifted = lift_max_of_losses(P)
     res = run_private_smd_saddle(lifted, data, epsilon=epsilon, delta=delta, rng=rng, regime=regime, K=K, T=T,
-                                 eta=eta, composition=composition)
+                                 step_size=step_size, accountant=accountant)
     x = P.x_set.project(lifted.unlift(res.x))
     gl = P.group_losses(x)
     info = dict(res.info)
     info.update({"group_losses": gl, "worst_group_loss": float(gl.max()), "lifted_L0": lifted.L0,
                  "lifted_L1": lifted.L1, "lifted_L2": lifted.L2})
     return Result(x=x, y=res.y, params=dict(res.params), ledger=res.ledger, info=info)
-
-
-@dataclass(frozen=True)
-class _RowSampler:
-    """(n, rng) -> n rows drawn uniformly with replacement from a fixed table (the population)."""
-
-    X: np.ndarray
-    y: np.ndarray
-
-    def __call__(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        idx = rng.integers(0, self.X.shape[0], size=n)
-        return self.X[idx], self.y[idx]
-
-
-def pooled_logistic_problem(problem: MaxOfLosses) -> LogisticRegression:
-    """The group-blind problem: logistic loss on the pooled records over the same l1 ball (Spec X2).
-
-    Constants in the l1 setup (gradients in l_inf): L0 = B_a, L1 = B_a^2/4.  Its ``population`` attribute is a
-    resample of the table; use :func:`exact_pooled_erm` for the exact pooled optimum.
-    """
-    P = _check_mol(problem)
-    pop = P.population
-    return LogisticRegression(L1Ball(P.dx, P.radius), 1.0, feature_bound=P.B_a,
-                              sampler=_RowSampler(np.asarray(pop.X), np.asarray(pop.y)),
-                              population_size=pop.n, spec="X2", name="pooled logistic")
 
 
 def run_group_blind_erm(
@@ -508,7 +411,7 @@ def run_group_blind_erm(
     :func:`~dpsco_lib.algorithms.poly_sfw.run_poly_sfw`.  ``info`` adds the population group losses and the
     worst-group loss of the output.
     """
-    P = _check_mol(problem)
+    P = check_max_of_losses(problem)
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a dpsco_lib.problems.Dataset, got {type(data).__name__}")
     data = P.validate_data(data)
@@ -517,8 +420,7 @@ def run_group_blind_erm(
     x = P.x_set.project(res.x)
     gl = P.group_losses(x)
     info = dict(res.info)
-    info.update({"group_losses": gl, "worst_group_loss": float(gl.max()),
-                 "certified_epsilon": res.ledger.epsilon(delta, method="advanced" if delta > 0 else "basic")})
+    info.update({"group_losses": gl, "worst_group_loss": float(gl.max())})
     return Result(x=x, params=dict(res.params), ledger=res.ledger, info=info)
 
 
@@ -526,7 +428,7 @@ def exact_pooled_erm(problem: MaxOfLosses) -> tuple[np.ndarray, np.ndarray]:
     """(x, group losses) of the exact non-private pooled logistic minimizer over the l1 ball (cvxpy + Clarabel)."""
     import cvxpy as cp
 
-    P = _check_mol(problem)
+    P = check_max_of_losses(problem)
     pop = P.population
     xv = cp.Variable(P.dx)
     obj = cp.sum(cp.logistic(-cp.multiply(pop.y, pop.X @ xv))) / pop.n

@@ -18,11 +18,16 @@ Privacy (replace-one relation).  Replacing one record moves two cells of h by -1
 moves by q_j(k') - q_j(k) in [-1, 1]: the score and the measured value have sensitivity Delta = 1.  Each round is
 an eps_sel-DP exponential mechanism and an eps_meas-DP Laplace mechanism, chosen adaptively.
 
-- ``composition="basic"`` (HLM12): eps_sel = eps_meas = epsilon/(2T); the 2T mechanisms compose to pure
-  epsilon-DP.  The ledger's basic certificate is T (eps_sel + eps_meas) = epsilon.
-- ``composition="advanced"``: eps_sel = eps_meas = eps0, the largest per-mechanism budget such that 2T adaptive
-  eps0-DP mechanisms are (epsilon, delta)-DP by advanced composition (DRV10, solved by the accountant).  This is
-  the comparison at equal (epsilon, delta) with Algorithm 1.
+eps_sel = eps_meas = eps0, the largest per-mechanism budget whose 2T events (T exponential mechanisms and T
+Laplace mechanisms, the events the ledger records) certify the target under the accountant ``accountant=``,
+solved by :func:`~dpsco_lib.privacy.accounting.budget.calibrate` (the inverse of the ledger's certificate):
+
+- ``accountant="basic"`` (default, HLM12): eps0 = epsilon/(2T); the 2T mechanisms compose to pure epsilon-DP.
+  The ledger's basic certificate is T (eps_sel + eps_meas) = epsilon.
+- ``accountant="advanced"``: (epsilon, delta)-DP by advanced composition (DRV10).  This is the comparison at
+  equal (epsilon, delta) with Algorithm 1.  Any other accountant of
+  :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS` may be used; ``"best"`` is the tightest valid one
+  (RDP charges the exponential mechanism as bounded-range).
 
 Accuracy (HLM12 Thm 2.2, normalized by n): with probability >= 1 - 2T/|Q|^c,
 max_j |q_j(avg A)/n - q_j(h)/n| <= 2 sqrt(log N/T) + 10 T log|Q|/(eps n); with eps = infinity (exact selection
@@ -39,6 +44,7 @@ data release", NeurIPS 2012 [HLM12].
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -46,36 +52,54 @@ from scipy.special import logsumexp
 
 from dpsco_lib._validation import check_array, check_delta, check_epsilon, check_int, check_rng
 from dpsco_lib.algorithms._result import Result
-from dpsco_lib.privacy.accounting import (
-    PrivacyLedger,
-    advanced_composition_epsilon,
-    advanced_composition_per_step_epsilon,
-)
+from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.budget import calibrate, check_accountant, paper_rule_epsilon, per_step_epsilon
+from dpsco_lib.privacy.accounting.events import ComposedEvent, ExponentialEvent, LaplaceEvent, SelfComposedEvent
 from dpsco_lib.privacy.mechanisms import exponential_mechanism, laplace_mechanism
 
-__all__ = ["COMPOSITIONS", "mwem_per_round_epsilon", "mwem_theory_T", "run_mwem"]
+__all__ = ["ACCOUNTANT", "mwem_events", "mwem_per_round_epsilon", "mwem_theory_T", "run_mwem"]
 
-COMPOSITIONS = ("basic", "advanced")
+ACCOUNTANT = "basic"  # the default: pure epsilon-DP by basic composition (HLM12), as in earlier versions
 OUTPUTS = ("average", "last")
+_NEEDS_DELTA = ("advanced", "paper", "pld")
 
 
-def mwem_per_round_epsilon(epsilon: float, T: int, *, delta: float = 0.0, composition: str = "basic") -> float:
-    """Budget of each of the 2T mechanisms (selection, measurement) of MWEM (Spec X1, HLM12).
+def mwem_events(eps0: float, *, T: int) -> ComposedEvent:
+    """The events of one MWEM run with per-mechanism budget ``eps0``: T exponential-mechanism selections and T
+    Laplace measurements (what the ledger records; their order does not change any certificate)."""
+    sel = ExponentialEvent(eps0, label="MWEM query selection (HLM12)")
+    meas = LaplaceEvent(eps0, label="MWEM Laplace measurement (HLM12)")
+    return ComposedEvent((SelfComposedEvent(sel, T), SelfComposedEvent(meas, T)))
 
-    ``"basic"``: epsilon/(2T) (pure DP, HLM12); ``"advanced"``: the largest eps0 with
-    sqrt(4T ln(1/delta)) eps0 + 2T eps0 (e^eps0 - 1) <= epsilon (DRV10 for k = 2T mechanisms; delta in (0, 1)).
+
+@lru_cache(maxsize=1024)
+def _calibrated(eps: float, dl: float, T: int, accountant: str) -> float:
+    # the one calibration path: calibrate() inverts the ledger's certificate on the run's exact events; the
+    # closed forms (eps/(2T), DRV10 for 2T pure steps, the papers' rule) only seed it
+    guess = {"paper": lambda: paper_rule_epsilon(eps, dl, 2 * T),
+             "advanced": lambda: per_step_epsilon(eps, dl, 2 * T, accountant="advanced").value}
+    seed = guess[accountant]() if accountant in guess else eps / (2.0 * T)
+    return calibrate(lambda e0: mwem_events(e0, T=T), epsilon=eps, delta=dl, accountant=accountant,
+                     bracket=(eps / (8.0 * T), eps), guess=seed).value
+
+
+def mwem_per_round_epsilon(epsilon: float, *, T: int, delta: float = 0.0, accountant: str = ACCOUNTANT) -> float:
+    """Budget eps0 of each of the 2T mechanisms (selection, measurement) of MWEM (Spec X1, HLM12).
+
+    The largest eps0 whose run (:func:`mwem_events`) certifies (epsilon, delta) under ``accountant`` (one of
+    :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`; cached): ``"basic"`` gives epsilon/(2T) (pure DP,
+    HLM12), ``"advanced"`` the largest eps0 with sqrt(4T ln(1/delta)) eps0 + 2T eps0 (e^eps0 - 1) <= epsilon
+    (DRV10 for k = 2T mechanisms), ``"best"`` the tightest valid accountant.  ``"advanced"``, ``"paper"`` and
+    ``"pld"`` need delta in (0, 1).
     """
     eps = check_epsilon(epsilon)
     T = check_int(T, "T", lo=1)
-    if composition == "basic":
-        return eps / (2.0 * T)
-    if composition == "advanced":
-        dl = check_delta(delta, allow_zero=False)
-        return advanced_composition_per_step_epsilon(eps, delta_total=dl, k=2 * T)
-    raise ValueError(f"composition must be one of {COMPOSITIONS}, got {composition!r}")
+    accountant = check_accountant(accountant)
+    dl = check_delta(delta, allow_zero=accountant not in _NEEDS_DELTA)
+    return _calibrated(eps, dl, T, accountant)
 
 
-def mwem_theory_T(n: int, N: int, m: int, epsilon: float) -> int:
+def mwem_theory_T(n: int, *, N: int, m: int, epsilon: float) -> int:
     r"""Number of rounds balancing the two terms of HLM12 Thm 2.2 (Spec X1).
 
     Minimizing 2 sqrt(log N/T) + 10 T log m/(eps n) over T gives
@@ -117,11 +141,11 @@ def run_mwem(
     T: int,
     rng: np.random.Generator,
     delta: float = 0.0,
-    composition: str = "basic",
+    accountant: str = ACCOUNTANT,
     passes: int = 0,
     output: str = "average",
 ) -> Result:
-    r"""MWEM of [HLM12] (Spec X1): epsilon-DP (basic) or (epsilon, delta)-DP (advanced) synthetic distribution.
+    r"""MWEM of [HLM12] (Spec X1): epsilon-DP (basic) or (epsilon, delta)-DP synthetic distribution.
 
     See the module docstring for the algorithm and its privacy proof.
 
@@ -137,10 +161,10 @@ def run_mwem(
         Rounds (>= 1); :func:`mwem_theory_T` gives the HLM12 balance.
     rng : numpy.random.Generator
     delta : float
-        Only for ``composition="advanced"`` (in (0, 1)); also the delta at which ``info["advanced_epsilon"]`` is
-        reported for the basic variant when delta > 0.
-    composition : {"basic", "advanced"}
-        How the per-mechanism budget is derived from the target (:func:`mwem_per_round_epsilon`).
+        The target delta (0 for the pure-DP default; in (0, 1) for ``"advanced"``, ``"paper"``, ``"pld"``).
+    accountant : str
+        How the per-mechanism budget is calibrated to the target (:func:`mwem_per_round_epsilon`): ``"basic"``
+        (default, HLM12, pure DP), ``"advanced"`` (DRV10), ... ``"best"`` (the tightest valid accountant).
     passes : int
         Extra multiplicative-weights sweeps over all past measurements after each round (HLM12 Sec. 3; 0 =
         the textbook algorithm).
@@ -151,20 +175,21 @@ def run_mwem(
     -------
     Result
         ``x`` the synthetic distribution over the universe (sums to 1); ``trace`` with the selected queries
-        and the measurements; ``ledger`` with T exponential-mechanism and T Laplace events; ``info`` with the
-        basic certificate, the advanced one (if delta > 0) and the max query error of the output.
+        and the measurements; ``ledger`` with T exponential-mechanism and T Laplace events (the only certificate:
+        ``result.certified_epsilon(delta, accountant=...)``); ``info`` with the max query error of the output.
     """
+    eps = check_epsilon(epsilon)
+    dl = check_delta(delta)
+    accountant = check_accountant(accountant)
+    rng = check_rng(rng)
     h = _check_histogram(histogram)
     N = h.size
     Q = _check_queries(queries, N)
-    eps = check_epsilon(epsilon)
     T = check_int(T, "T", lo=1)
-    rng = check_rng(rng)
-    dl = check_delta(delta)
     passes = check_int(passes, "passes", lo=0)
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
-    eps0 = mwem_per_round_epsilon(eps, T, delta=dl, composition=composition)
+    eps0 = mwem_per_round_epsilon(eps, T=T, delta=dl, accountant=accountant)
     n = float(h.sum())
     true = Q @ h  # (m,) query counts on the data (only touched through the two mechanisms below)
 
@@ -188,22 +213,16 @@ def run_mwem(
     x = x / x.sum()
 
     led = PrivacyLedger()
-    led.record_exponential(eps0, count=T, label="MWEM query selection (HLM12)")
-    led.record_pure(eps0, count=T, label="MWEM Laplace measurement (HLM12)")
-    # The two certificates below equal led.epsilon(0, "basic") and led.epsilon(delta, "advanced") (same float64
-    # expressions: the sum of the recorded epsilons, DRV10 over 2T eps0-steps); computed directly so that no
-    # other accountant (RDP) is evaluated, which matters for astronomically large eps0 in the noiseless limit.
+    for ev in mwem_events(eps0, T=T).events:  # what ran: T selections, T measurements
+        led.record(ev)
     info: dict[str, Any] = {
         "method": "MWEM (HLM12)",
         "target_epsilon": eps,
         "delta": dl,
-        "basic_epsilon": T * eps0 + T * eps0,
+        "accountant": accountant,
         "max_query_error": float(np.max(np.abs(Q @ x - true / n))),
     }
-    if dl > 0:
-        info["advanced_epsilon"] = advanced_composition_epsilon(eps0, k=2 * T, delta_prime=dl)
-    info["certified_epsilon"] = info["basic_epsilon"] if composition == "basic" else info["advanced_epsilon"]
-    params = {"T": T, "eps_per_mechanism": eps0, "composition": composition, "passes": passes, "output": output,
+    params = {"T": T, "eps_per_mechanism": eps0, "accountant": accountant, "passes": passes, "output": output,
               "n": n, "N": N, "m": int(Q.shape[0])}
     return Result(x=x, trace={"selected": sel, "measurements": meas}, params=params, ledger=led, info=info)
 

@@ -25,11 +25,14 @@ P(i) prop. to exp(eps u_i/(2 Delta)) with eps/(2 Delta) = 1, i.e. eps0 = 2 Delta
 eps0-DP: log P(i)/P'(i) = (u_i - u'_i) - (logsumexp u - logsumexp u') <= Delta + Delta.  The factor 2 of the
 exponential mechanism is thus *included* in the 4 eta L0/B of Prop 3.3 (the mechanism is not monotone: one
 coordinate's score can rise while the others fall, and the audit in notebook 09 attains ~2 Delta).
-All 2 K T draws compose adaptively; the per-draw budget eps0 is solved from the target (eps, delta) by the
-accountant (``composition="advanced"``: Dwork-Rothblum-Vadhan, solved exactly by brentq;
-``"cor36"``: the rule eps0 = eps/(2 sqrt(2 k log(1/delta))) of seed 001 Cor 3.6, eps <= 1), and the step
-size is capped by eta <= eta_cap = eps0 B/(4 L0).  The ledger records 2 K T exponential-mechanism draws at
-eps_draw = 4 eta L0/B (conservative: the 2K draws of step 1 do not touch the data) and certifies the run.
+All 2 K T draws compose adaptively; the per-draw budget eps0 comes from the one calibration path,
+:func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon` (2 K T exponential-mechanism events, the events
+the run records), with the accountant ``accountant=`` (default ``"advanced"``: Dwork-Rothblum-Vadhan, the
+calibration of earlier versions; ``"paper"``: the rule eps0 = eps/(2 sqrt(2 k log(1/delta))) of seed 001
+Cor 3.6, certified by DRV; ``"best"``: the tightest valid accountant), and the step size is capped by
+eta <= eta_cap = eps0 B/(4 L0).  The ledger records 2 K T exponential-mechanism draws at
+eps_draw = 4 eta L0/B (conservative: the 2K draws of step 1 do not touch the data) and is the only
+certificate (``result.certified_epsilon(delta)``).
 
 Theory parameters (Thm 3.1; see :func:`alg1_theory_params` for the derivation).  With
 l = log dx + log dy, SMD on the product of simplices gives
@@ -49,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from dpsco_lib._validation import (
+    check_bool,
     check_delta,
     check_epsilon,
     check_int,
@@ -57,18 +61,15 @@ from dpsco_lib._validation import (
 )
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.geometry.mirror import entropic_step_unchecked
-from dpsco_lib.privacy.accounting import (
-    PrivacyLedger,
-    advanced_composition_epsilon,
-    advanced_composition_per_step_epsilon,
-    cor36_per_step_epsilon,
-)
+from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.budget import check_accountant, per_step_epsilon
 from dpsco_lib.privacy.mechanisms import sample_categorical_log
 from dpsco_lib.problems.base import SaddleProblem
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.games import check_saddle_data, saddle_dims
 
 __all__ = [
+    "ACCOUNTANT",
     "REGIMES",
     "Alg1Params",
     "alg1_eta_cap",
@@ -80,7 +81,7 @@ __all__ = [
 ]
 
 REGIMES = ("first_order", "second_order", "quadratic")
-COMPOSITIONS = ("advanced", "cor36")
+ACCOUNTANT = "advanced"  # the default: DRV10, the calibration of earlier versions (notebook numbers unchanged)
 _EXPONENTS = {"first_order": 1.0 / 3.0, "second_order": 2.0 / 5.0, "quadratic": 1.0 / 2.0}
 _MAX_K = 1_000_000
 
@@ -91,32 +92,35 @@ def _check_regime(regime: str) -> str:
     return regime
 
 
-def _check_composition(composition: str) -> str:
-    if composition not in COMPOSITIONS:
-        raise ValueError(f"composition must be one of {COMPOSITIONS}, got {composition!r}")
-    return composition
+# The accountant that prices the per-draw budget inside the (K, T) design search, where it is evaluated at ~10^3
+# draw counts: accountants with a costly evaluation (KOV: O(k) per call; PLD: seconds) are replaced there by a
+# cheap valid one of similar tightness.  The run's eps0, its cap and its step size always come from the chosen
+# accountant (a tighter accountant only raises the cap).
+_DESIGN_ACCOUNTANT = {"kov": "advanced", "pld": "rdp", "best": "rdp"}
 
 
-@lru_cache(maxsize=4096)
-def _per_draw_budget(epsilon: float, delta: float, n_draws: int, composition: str) -> float:
-    if composition == "advanced":
-        return advanced_composition_per_step_epsilon(epsilon, delta_total=delta, k=n_draws)
-    return cor36_per_step_epsilon(epsilon, delta=delta, k=n_draws)
+def _eps0(epsilon: float, delta: float, n_draws: int, accountant: str) -> float:
+    # the one calibration path (cached there): n_draws exponential-mechanism events certify (epsilon, delta)
+    return per_step_epsilon(epsilon, delta, n_draws, accountant=accountant, mechanism="exponential").value
 
 
-def alg1_per_draw_budget(epsilon: float, delta: float, n_draws: int, composition: str = "advanced") -> float:
+def alg1_per_draw_budget(epsilon: float, *, delta: float, n_draws: int, accountant: str = ACCOUNTANT) -> float:
     """Per-draw budget eps0 such that ``n_draws`` adaptive eps0-DP draws are (epsilon, delta)-DP (Spec A1).
 
-    ``"advanced"``: the largest eps0 with sqrt(2k ln(1/delta)) eps0 + k eps0 (e^eps0 - 1) <= epsilon (DRV10,
-    brentq, rounded down); ``"cor36"``: eps0 = epsilon/(2 sqrt(2 k ln(1/delta))) (seed 001 Cor 3.6; epsilon <= 1).
+    A thin wrapper of :func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon` with
+    ``mechanism="exponential"`` (the events Algorithm 1 records).  ``accountant``: one of
+    :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`; ``"advanced"`` (default, DRV10) gives the
+    largest eps0 with sqrt(2k ln(1/delta)) eps0 + k eps0 (e^eps0 - 1) <= epsilon, ``"paper"`` the rule
+    eps0 = epsilon/(2 sqrt(2 k ln(1/delta))) of seed 001 Cor 3.6 (certified by DRV10), ``"best"`` the
+    tightest valid accountant.
     """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta, allow_zero=False)
     k = check_int(n_draws, "n_draws", lo=1)
-    return _per_draw_budget(eps, dl, k, _check_composition(composition))
+    return _eps0(eps, dl, k, check_accountant(accountant))
 
 
-def alg1_eta_cap(eps0: float, B: int, L0: float) -> float:
+def alg1_eta_cap(eps0: float, *, B: int, L0: float) -> float:
     """The privacy cap eta <= eps0 B/(4 L0) of Prop 3.3 (each draw is 4 eta L0/B-DP)."""
     return check_positive(eps0, "eps0") * check_int(B, "B", lo=1) / (4.0 * check_positive(L0, "L0"))
 
@@ -130,7 +134,8 @@ class Alg1Params:
     K, T, B : int
         Vertices per player per step, iterations, batch size floor(n/T).
     eta : float
-        Step size (<= eta_cap unless the privacy cap was explicitly disabled).
+        The step size (the ``step_size`` keyword of the runners; <= eta_cap unless the privacy cap was
+        explicitly disabled).
     eta_cap : float
         eps0 B/(4 L0).
     eps0 : float
@@ -139,7 +144,8 @@ class Alg1Params:
         4 eta L0/B, the per-draw epsilon actually spent (<= eps0 under the cap).
     n_draws : int
         2 K T.
-    regime, composition : str
+    regime, accountant : str
+        The regime of Thm 3.1 and the accountant that calibrated eps0.
     log_d : float
         l = log dx + log dy (Bregman radius of the uniform start).
     smd_term, bias_term, stat_term, bound : float
@@ -160,7 +166,7 @@ class Alg1Params:
     eps_draw: float
     n_draws: int
     regime: str
-    composition: str
+    accountant: str
     log_d: float
     smd_term: float
     bias_term: float
@@ -187,18 +193,20 @@ def _eta_stat(log_d: float, T: int, L0: float) -> float:
     return math.sqrt(log_d / T) / L0
 
 
-def _cap(n: int, T: int, K: int, epsilon: float, delta: float, L0: float, composition: str) -> float:
-    eps0 = _per_draw_budget(epsilon, delta, 2 * K * T, composition)
+def _cap(n: int, T: int, K: int, epsilon: float, delta: float, L0: float, accountant: str) -> float:
+    eps0 = _eps0(epsilon, delta, 2 * K * T, accountant)
     return eps0 * (n // T) / (4.0 * L0)
 
 
-def _balanced_T(n: int, K: int, epsilon: float, delta: float, L0: float, log_d: float, composition: str) -> int:
+def _balanced_T(n: int, K: int, epsilon: float, delta: float, L0: float, log_d: float, accountant: str) -> int:
     """Largest T in [1, n] with eta_cap(T) >= eta_stat(T) (1 if none): where the capped and the unconstrained
     SMD step sizes cross.  eta_cap decreases like T^(-3/2), eta_stat like T^(-1/2), so the set is an interval
     [1, T*] up to the floor in B; bisection on that monotone predicate."""
+    # A utility root solve (the number of steps where two step sizes cross), not a privacy calibration: the
+    # per-draw budget inside the cap comes from the budget path (per_step_epsilon).
 
     def ok(T: int) -> bool:
-        return _cap(n, T, K, epsilon, delta, L0, composition) >= _eta_stat(log_d, T, L0)
+        return _cap(n, T, K, epsilon, delta, L0, accountant) >= _eta_stat(log_d, T, L0)
 
     if ok(n):
         return n
@@ -222,6 +230,7 @@ def _terms(n: int, K: int, T: int, eta: float, L0: float, L1: float, L2: float, 
 
 def alg1_theory_params(
     n: int,
+    *,
     d: int | tuple[int, int],
     epsilon: float,
     delta: float,
@@ -229,11 +238,10 @@ def alg1_theory_params(
     L1: float,
     L2: float,
     regime: str,
-    *,
-    composition: str = "advanced",
+    accountant: str = ACCOUNTANT,
     K: int | None = None,
     T: int | None = None,
-    eta: float | None = None,
+    step_size: float | None = None,
     enforce_privacy_cap: bool = True,
 ) -> Alg1Params:
     r"""K, T, B, eta of Algorithm 1 that attain the rates of Thm 3.1 [GGP24] (Spec A1).
@@ -259,6 +267,10 @@ def alg1_theory_params(
        integers (a geometric grid, then the neighbours of its best point), which realizes the same
        balance with the exact accountant; the absolute constants of the paper's O(.) are not tracked.
 
+    For ``accountant`` in ("kov", "pld", "best") the (K, T) search prices eps0 with a cheaper valid accountant
+    (DRV for KOV, RDP for PLD and best; one KOV evaluation costs O(2 K T), one PLD seconds); eps0, the cap and
+    eta are then the chosen accountant's.  The search is cached (sweeps call it with the same arguments).
+
     Parameters
     ----------
     n : int
@@ -270,10 +282,13 @@ def alg1_theory_params(
     L0, L1, L2 : float
         Constants w.r.t. ||.||_1 (L2 only used by "second_order").
     regime : {"first_order", "second_order", "quadratic"}
-    composition : {"advanced", "cor36"}
-    K, T, eta : optional
-        Fix some parameters; the others are chosen as above given them.  A given eta above the cap raises
-        ``ValueError`` unless ``enforce_privacy_cap=False``.
+    accountant : str
+        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`.  Default ``"advanced"`` (DRV10, the
+        calibration of earlier versions); ``"paper"`` is the rule of seed 001 Cor 3.6; ``"best"`` is the
+        tightest valid accountant (the largest eps0, hence the largest cap).
+    K, T, step_size : optional
+        Fix some parameters; the others are chosen as above given them.  A given step size above the cap
+        raises ``ValueError`` unless ``enforce_privacy_cap=False``.
     """
     n = check_int(n, "n", lo=1)
     dx, dy = saddle_dims(d)
@@ -283,56 +298,73 @@ def alg1_theory_params(
     L1 = check_positive(L1, "L1", allow_zero=True)
     L2 = check_positive(L2, "L2", allow_zero=True, allow_inf=True)
     regime = _check_regime(regime)
-    composition = _check_composition(composition)
-    if composition == "cor36" and eps > 1:
-        raise ValueError(f"composition='cor36' (seed 001 Cor 3.6) needs epsilon <= 1, got {eps!r}")
+    accountant = check_accountant(accountant)
     if regime == "second_order" and math.isinf(L2):
         raise ValueError("regime 'second_order' needs a finite L2")
     if K is not None:
         K = check_int(K, "K", lo=1, hi=_MAX_K)
     if T is not None:
         T = check_int(T, "T", lo=1, hi=n)
-    if eta is not None:
-        eta = check_positive(eta, "eta")
+    if step_size is not None:
+        step_size = check_positive(step_size, "step_size")
     log_d = max(math.log(dx) + math.log(dy), 1e-12)  # dx = dy = 1 is degenerate (Gap = 0); keep it finite
-    dmax = max(dx, dy)
-    rho = math.log(max(dmax, 2)) ** 1.5 * math.sqrt(math.log(1.0 / dl)) / (n * eps)
-
-    def evaluate(k: int) -> tuple[float, int, float]:
-        t = T if T is not None else _balanced_T(n, k, eps, dl, L0, log_d, composition)
-        cap = _cap(n, t, k, eps, dl, L0, composition)
-        e = eta if eta is not None else min(cap, _eta_stat(log_d, t, L0))
-        smd, bias, _ = _terms(n, k, t, e, L0, L1, L2, log_d, regime)
-        return smd + bias, t, e
-
-    if K is None:
-        if regime == "quadratic":
-            K = 1
-        else:
-            grid = sorted({max(1, round(v)) for v in np.geomspace(1, _MAX_K, 61)})
-            vals = [evaluate(k)[0] for k in grid]
-            i = int(np.argmin(vals))
-            lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-            cand = sorted(set(np.unique(np.geomspace(lo, hi, 24).round().astype(int)).tolist()))
-            K = min(cand, key=lambda k: (evaluate(k)[0], k))
-    _, T_used, eta_used = evaluate(K)
+    rho = math.log(max(dx, dy, 2)) ** 1.5 * math.sqrt(math.log(1.0 / dl)) / (n * eps)
+    K, T_used = _design(n, log_d, eps, dl, L0, L1, L2, regime, _DESIGN_ACCOUNTANT.get(accountant, accountant), K, T,
+                        step_size)
     B = n // T_used
     n_draws = 2 * K * T_used
-    eps0 = _per_draw_budget(eps, dl, n_draws, composition)
+    eps0 = _eps0(eps, dl, n_draws, accountant)
     cap = eps0 * B / (4.0 * L0)
+    if step_size is None:
+        eta_used = _below_cap(min(cap, _eta_stat(log_d, T_used, L0)), eps0, B, L0)
+    else:
+        eta_used = step_size
     if eta_used > cap * (1 + 1e-12) and enforce_privacy_cap:
         raise ValueError(
-            f"eta = {eta_used!r} exceeds the privacy cap eps0 B/(4 L0) = {cap!r} (eps0 = {eps0!r} for "
+            f"step_size = {eta_used!r} exceeds the privacy cap eps0 B/(4 L0) = {cap!r} (eps0 = {eps0!r} for "
             f"{n_draws} draws, B = {B}); pass enforce_privacy_cap=False to run anyway (the ledger then "
             "certifies the larger epsilon actually spent)"
         )
     smd, bias, stat = _terms(n, K, T_used, eta_used, L0, L1, L2, log_d, regime)
     return Alg1Params(
         K=int(K), T=int(T_used), B=int(B), eta=float(eta_used), eta_cap=float(cap), eps0=float(eps0),
-        eps_draw=float(4.0 * eta_used * L0 / B), n_draws=int(n_draws), regime=regime, composition=composition,
+        eps_draw=float(4.0 * eta_used * L0 / B), n_draws=int(n_draws), regime=regime, accountant=accountant,
         log_d=float(log_d), smd_term=float(smd), bias_term=float(bias), stat_term=float(stat),
         bound=float(smd + bias + stat), rho=float(rho), exponent=_EXPONENTS[regime],
     )
+
+
+def _below_cap(eta: float, eps0: float, B: int, L0: float) -> float:
+    """``eta`` lowered by the rounding of eps0 B/(4 L0) if needed, so that the spent 4 eta L0/B is <= eps0."""
+    while 4.0 * eta * L0 / B > eps0:
+        eta = math.nextafter(eta, 0.0)
+    return eta
+
+
+@lru_cache(maxsize=1024)
+def _design(n: int, log_d: float, eps: float, dl: float, L0: float, L1: float, L2: float, regime: str,
+            accountant: str, K: int | None, T: int | None, eta: float | None) -> tuple[int, int]:
+    """(K, T) minimizing the bound of :func:`alg1_theory_params` (a utility search; eps0 from the budget path)."""
+
+    def evaluate(k: int) -> float:
+        t = T if T is not None else _balanced_T(n, k, eps, dl, L0, log_d, accountant)
+        cap = _cap(n, t, k, eps, dl, L0, accountant)
+        e = eta if eta is not None else min(cap, _eta_stat(log_d, t, L0))
+        smd, bias, _ = _terms(n, k, t, e, L0, L1, L2, log_d, regime)
+        return smd + bias
+
+    if K is None:
+        if regime == "quadratic":
+            K = 1
+        else:
+            grid = sorted({max(1, round(v)) for v in np.geomspace(1, _MAX_K, 61)})
+            vals = [evaluate(k) for k in grid]
+            i = int(np.argmin(vals))
+            lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+            cand = sorted(set(np.unique(np.geomspace(lo, hi, 24).round().astype(int)).tolist()))
+            K = min(cand, key=lambda k: (evaluate(k), k))
+    t_used = T if T is not None else _balanced_T(n, K, eps, dl, L0, log_d, accountant)
+    return int(K), int(t_used)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -374,9 +406,8 @@ def _core(problem: SaddleProblem, data: Dataset, K: int, T: int, B: int, eta: fl
 
 
 def _resolve(problem: SaddleProblem, n: int, epsilon: float, delta: float, regime: str, K: Any, T: Any, eta: Any,
-             composition: str, enforce_privacy_cap: bool) -> Alg1Params:
-    if not isinstance(enforce_privacy_cap, bool):
-        raise ValueError(f"enforce_privacy_cap must be a bool, got {enforce_privacy_cap!r}")
+             accountant: str, enforce_privacy_cap: bool) -> Alg1Params:
+    enforce_privacy_cap = check_bool(enforce_privacy_cap, "enforce_privacy_cap")
     regime = _check_regime(regime)
     if regime == "quadratic" and problem.L2 > 0:
         raise ValueError(f"regime 'quadratic' needs L2 = 0 (Thm 3.1 (7)), but the problem has L2 = {problem.L2!r}")
@@ -385,9 +416,15 @@ def _resolve(problem: SaddleProblem, n: int, epsilon: float, delta: float, regim
         if T > n:
             raise ValueError(f"T must be <= n = {n} (disjoint batches of size floor(n/T) >= 1), got {T}")
     return alg1_theory_params(
-        n, (problem.dx, problem.dy), epsilon, delta, problem.L0, problem.L1, problem.L2, regime,
-        composition=composition, K=K, T=T, eta=eta, enforce_privacy_cap=enforce_privacy_cap,
+        n, d=(problem.dx, problem.dy), epsilon=epsilon, delta=delta, L0=problem.L0, L1=problem.L1, L2=problem.L2,
+        regime=regime, accountant=accountant, K=K, T=T, step_size=eta, enforce_privacy_cap=enforce_privacy_cap,
     )
+
+
+def _check_privacy_args(epsilon: Any, delta: Any, accountant: Any, rng: Any) -> tuple[float, float, str, Any]:
+    """The privacy arguments of a runner, validated at the public boundary (in this order)."""
+    return (check_epsilon(epsilon), check_delta(delta, allow_zero=False), check_accountant(accountant),
+            check_rng(rng))
 
 
 def _ledger(prm: Alg1Params) -> PrivacyLedger:
@@ -406,19 +443,18 @@ def run_private_smd_saddle(
     regime: str = "first_order",
     K: int | None = None,
     T: int | None = None,
-    eta: float | None = None,
-    composition: str = "advanced",
+    step_size: float | None = None,
+    accountant: str = ACCOUNTANT,
     enforce_privacy_cap: bool = True,
-    keep_draws: bool = False,
+    trace: bool = False,
 ) -> Result:
     r"""Algorithm 1 of [GGP24]: (eps, delta)-DP entropic SMD with sampling from vertices (Spec A1, Thm 3.1).
 
     See the module docstring for the algorithm and its privacy proof, and :func:`alg1_theory_params` for the
     default K, T, B, eta.  The ledger records the 2 K T vertex draws as exponential mechanisms with
-    eps_draw = 4 eta L0/B and ``result.info["certified_epsilon"]`` equals ``ledger.epsilon(delta, "advanced")``
-    (DRV, the composition the calibration used; <= epsilon whenever the privacy cap holds).  The tightest
-    certificate, ``result.ledger.epsilon(delta)`` (minimum over DRV, KOV, RDP), is often ~2.5x smaller; it is
-    not computed by default because the exact KOV composition costs O(2KT) per evaluation.
+    eps_draw = 4 eta L0/B; it is the only certificate: ``result.certified_epsilon(delta, accountant=...)``
+    (<= epsilon under the calibrating accountant whenever the privacy cap holds; the default ``"best"``
+    certificate, the minimum over DRV, KOV, RDP, is often ~2.5x smaller than the DRV one).
 
     Parameters
     ----------
@@ -431,37 +467,38 @@ def run_private_smd_saddle(
     rng : numpy.random.Generator
     regime : {"first_order", "second_order", "quadratic"}
         Which rate of Thm 3.1 the default parameters target ("quadratic" requires L2 = 0).
-    K, T, eta : optional
-        Override the theory parameters (K >= 1, 1 <= T <= n, eta > 0 and <= the privacy cap).
-    composition : {"advanced", "cor36"}
+    K, T, step_size : optional
+        Override the theory parameters (K >= 1, 1 <= T <= n, step size > 0 and <= the privacy cap).
+    accountant : str
+        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`: the accountant that calibrates the
+        per-draw budget (see :func:`alg1_theory_params`).  Default ``"advanced"`` (DRV10, as in earlier
+        versions); ``"paper"`` is seed 001 Cor 3.6; ``"best"`` is the tightest valid accountant.
     enforce_privacy_cap : bool
-        If False, an eta above the cap is accepted; the ledger then records the larger per-draw epsilon and
-        the certificate exceeds the target.
-    keep_draws : bool
+        If False, a step size above the cap is accepted; the ledger then records the larger per-draw epsilon
+        and the certificate exceeds the target.
+    trace : bool
         Store the sampled vertex indices in ``result.trace`` (``"draws_x"``, ``"draws_y"``, shape (T, K)).
 
     Returns
     -------
     Result
-        x, y the averages of the sampled iterates; params the Alg1Params fields; ledger; info with the
-        certificates and the target.
+        x, y the averages of the sampled iterates; params the Alg1Params fields; ledger (the certificate);
+        info with the target and the accountant.
     """
-    rng = check_rng(rng)
+    eps, dl, accountant, rng = _check_privacy_args(epsilon, delta, accountant, rng)
+    trace = check_bool(trace, "trace")
     data = check_saddle_data(problem, data)
-    prm = _resolve(problem, data.n, epsilon, delta, regime, K, T, eta, composition, enforce_privacy_cap)
-    x, y, dx_, dy_ = _core(problem, data, prm.K, prm.T, prm.B, prm.eta, rng, 1, keep_draws)
-    led = _ledger(prm)
-    trace = {"draws_x": dx_[0], "draws_y": dy_[0]} if keep_draws else None  # type: ignore[index]
+    prm = _resolve(problem, data.n, eps, dl, regime, K, T, step_size, accountant, enforce_privacy_cap)
+    x, y, dx_, dy_ = _core(problem, data, prm.K, prm.T, prm.B, prm.eta, rng, 1, trace)
+    draws = {"draws_x": dx_[0], "draws_y": dy_[0]} if trace else None  # type: ignore[index]
     info = {
         "method": "Algorithm 1 (GGP24), private SMD with vertex sampling",
-        "target_epsilon": float(epsilon),
-        "delta": float(delta),
-        # = led.epsilon(delta, method="advanced") (same float64 expression), without evaluating every other
-        # accountant (the exact KOV composition costs O(2KT))
-        "certified_epsilon": advanced_composition_epsilon(prm.eps_draw, k=prm.n_draws, delta_prime=delta),
-        "privacy_cap_enforced": enforce_privacy_cap,
+        "target_epsilon": eps,
+        "delta": dl,
+        "accountant": accountant,
+        "privacy_cap_enforced": bool(enforce_privacy_cap),
     }
-    return Result(x=x[0], y=y[0], trace=trace, params=prm.as_dict(), ledger=led, info=info)
+    return Result(x=x[0], y=y[0], trace=draws, params=prm.as_dict(), ledger=_ledger(prm), info=info)
 
 
 def run_private_smd_saddle_many(
@@ -475,8 +512,8 @@ def run_private_smd_saddle_many(
     regime: str = "first_order",
     K: int | None = None,
     T: int | None = None,
-    eta: float | None = None,
-    composition: str = "advanced",
+    step_size: float | None = None,
+    accountant: str = ACCOUNTANT,
     enforce_privacy_cap: bool = True,
     chunk: int = 20_000,
 ) -> dict[str, Any]:
@@ -486,11 +523,11 @@ def run_private_smd_saddle_many(
     ``y`` (n_runs, dy), ``draws_x``/``draws_y`` (n_runs, T, K), ``params`` and ``ledger`` (the ledger of one
     run, which every run shares).  Runs are processed ``chunk`` at a time to bound memory.
     """
-    rng = check_rng(rng)
+    eps, dl, accountant, rng = _check_privacy_args(epsilon, delta, accountant, rng)
     n_runs = check_int(n_runs, "n_runs", lo=1)
     chunk = check_int(chunk, "chunk", lo=1)
     data = check_saddle_data(problem, data)
-    prm = _resolve(problem, data.n, epsilon, delta, regime, K, T, eta, composition, enforce_privacy_cap)
+    prm = _resolve(problem, data.n, eps, dl, regime, K, T, step_size, accountant, enforce_privacy_cap)
     xs, ys, dxs, dys = [], [], [], []
     done = 0
     while done < n_runs:
@@ -513,14 +550,14 @@ def run_smd_saddle(
     *,
     rng: np.random.Generator,
     T: int | None = None,
-    eta: float | None = None,
+    step_size: float | None = None,
 ) -> Result:
     """Non-private entropic SMD for the saddle problem: the baseline of notebook 09 (Spec A1).
 
     Same as Algorithm 1 without vertex sampling and without the privacy cap: disjoint batches of size
-    B = floor(n/T) (default T = n, B = 1), gradients at the exact iterates (x_t, y_t), step
-    eta = sqrt(l/T)/L0 (l = log dx + log dy; E Gap <= 2 L0 sqrt(l/T)), output the averages of x_t, y_t.
-    Deterministic given the data (``rng`` is accepted for API uniformity and not consumed).
+    B = floor(n/T) (default T = n, B = 1), gradients at the exact iterates (x_t, y_t), step size
+    eta = sqrt(l/T)/L0 (l = log dx + log dy; E Gap <= 2 L0 sqrt(l/T); ``step_size`` overrides it), output the
+    averages of x_t, y_t.  Deterministic given the data (``rng`` is accepted for API uniformity and not consumed).
     """
     check_rng(rng)
     data = check_saddle_data(problem, data)
@@ -528,7 +565,7 @@ def run_smd_saddle(
     T = n if T is None else check_int(T, "T", lo=1, hi=n)
     dx, dy = problem.dx, problem.dy
     log_d = max(math.log(dx) + math.log(dy), 1e-12)
-    eta = _eta_stat(log_d, T, problem.L0) if eta is None else check_positive(eta, "eta")
+    eta = _eta_stat(log_d, T, problem.L0) if step_size is None else check_positive(step_size, "step_size")
     B = n // T
     dm = max(dx, dy)
     log_state = np.full((2, dm), -np.inf)

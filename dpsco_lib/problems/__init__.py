@@ -31,6 +31,7 @@ from dpsco_lib.problems.least_squares import (
     max_feasible_norm,
     random_least_squares,
 )
+from dpsco_lib.problems.lifted import L1LiftedSaddle, lift_max_of_losses, pooled_logistic_problem
 from dpsco_lib.problems.logistic import LogisticRegression, RobustRegression, random_logistic
 from dpsco_lib.problems.nonconvex import NonconvexRegression, random_nonconvex_regression
 
@@ -38,6 +39,7 @@ __all__ = [
     "BilinearGame",
     "Dataset",
     "LeastSquares",
+    "L1LiftedSaddle",
     "LinearQueryGame",
     "LogisticRegression",
     "MaxOfLosses",
@@ -48,10 +50,12 @@ __all__ = [
     "SaddleProblem",
     "SoftmaxGame",
     "hard_least_squares",
+    "lift_max_of_losses",
     "linear_query_game_from_sklearn",
     "load_sklearn_table",
     "max_feasible_norm",
     "max_of_losses_from_sklearn",
+    "pooled_logistic_problem",
     "random_bilinear_game",
     "random_least_squares",
     "random_logistic",
