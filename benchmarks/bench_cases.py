@@ -280,7 +280,7 @@ def sweep_gap_vs_n(*, rng: np.random.Generator, regime: str, n: int) -> dict[str
     p = res.params
     return {"gap": g.duality_gap(res.x, res.y), "K": p["K"], "T": p["T"], "B": p["B"], "eta": p["eta"],
             "eta_T": p["eta"] * p["T"], "rho": p["rho"], "bound": p["bound"], "epsilon": eps,
-            "certified_eps": res.info["certified_epsilon"]}
+            "certified_eps": res.certified_epsilon(SWEEP_DELTA, accountant="advanced")}
 
 
 def sweep_grid(n_grid: dict[str, tuple[int, ...]] | None = None) -> list[dict[str, Any]]:
