@@ -513,15 +513,3 @@ def run_poly_sfw_reference(
             snap_x.append(x.copy())
     return _result(problem, st, x, selected, snap_t, snap_x, trace)
 
-
-# ---------------------------------------------------------------------------------------------------------
-# Transition shim: dpsco_lib.algorithms.nonconvex imports these two names until it calls the budget path itself.
-# Not part of the API; remove once nothing imports them.
-# ---------------------------------------------------------------------------------------------------------
-BUDGETS = ("advanced", "kov", "closed_form")
-
-
-def _per_step_epsilon(epsilon: float, delta: float, k: int, budget: str) -> float:
-    if budget not in BUDGETS:
-        raise ValueError(f"budget must be one of {BUDGETS}, got {budget!r}")
-    return _selection_epsilon(epsilon, delta, k, "paper" if budget == "closed_form" else budget)
