@@ -319,8 +319,8 @@ class _DuckProblem:
 def test_smd_fast_oracle_is_bit_identical(p, kind):
     problem = hard_least_squares(p, 9, set_kind=kind) if kind else hard_least_squares(p, 9)
     data = problem.sample(400, np.random.default_rng(4))
-    fast = run_smd(problem, data, rng=np.random.default_rng(0), trace_every=50)
-    slow = run_smd(_DuckProblem(problem), data, rng=np.random.default_rng(0), trace_every=50)
+    fast = run_smd(problem, data, rng=np.random.default_rng(0), trace=True, trace_every=50)
+    slow = run_smd(_DuckProblem(problem), data, rng=np.random.default_rng(0), trace=True, trace_every=50)
     assert fast.x.tobytes() == slow.x.tobytes()
     assert fast.trace["x_avg"].tobytes() == slow.trace["x_avg"].tobytes()
 

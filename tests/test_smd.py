@@ -137,8 +137,8 @@ def test_smd_converges_to_cvxpy_optimum_random_instances():
 def test_result_fields_trace_averaging_and_determinism():
     problem = hard_least_squares(1.0, 20, set_kind="l1ball")
     data = problem.sample(300, np.random.default_rng(1))
-    a = run_smd(problem, data, rng=np.random.default_rng(2), trace_every=100)
-    b = run_smd(problem, data, rng=np.random.default_rng(3), trace_every=100)
+    a = run_smd(problem, data, rng=np.random.default_rng(2), trace=True, trace_every=100)
+    b = run_smd(problem, data, rng=np.random.default_rng(3), trace=True, trace_every=100)
     assert isinstance(a, Result) and a.ledger is None and a.y is None
     np.testing.assert_array_equal(a.x, b.x)  # deterministic given the data
     assert list(a.trace["t"]) == [100, 200, 300]
@@ -165,12 +165,15 @@ def test_run_smd_rejects_bad_input():
         {"p": 1.5},
         {"step_size": -1.0},
         {"step_size": float("nan")},
-        {"trace_every": 0},
+        {"trace": True, "trace_every": 0},
+        {"trace": 1},
     ):
-        with pytest.raises(ValueError):
+        with pytest.raises((ValueError, TypeError)):
             run_smd(problem, data, rng=rng, **kw)
-    with pytest.raises(ValueError):
+    with pytest.raises((ValueError, TypeError), match="rng"):
         run_smd(problem, data, rng=None)
+    with pytest.raises(ValueError, match="problem"):
+        run_smd(object(), data, rng=rng)
     with pytest.raises(ValueError):
         run_smd(problem, data[0:0], rng=rng)
     bad = SimpleNamespace(

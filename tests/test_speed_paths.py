@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from dpsco_lib.algorithms.poly_sfw import run_poly_sfw, run_poly_sfw_reference
-from dpsco_lib.algorithms.smd import run_smd
+from dpsco_lib.algorithms.smd import run_smd, run_smd_reference
 from dpsco_lib.geometry.mirror import EntropicStepInplace, entropic_step_with_weights
-from dpsco_lib.geometry.sets import L1Ball, Simplex
+from dpsco_lib.geometry.sets import L1Ball, LpBall, Polytope, Simplex
 from dpsco_lib.problems.least_squares import (
     LeastSquares,
     hard_least_squares,
@@ -125,24 +125,6 @@ def test_row_oracle_only_for_unmodified_least_squares():
 # ---------------------------------------------------------------------------------------------------------
 # whole runs against the straightforward (allocating) loops the fast paths replaced
 # ---------------------------------------------------------------------------------------------------------
-def _reference_smd(problem, data, eta: float, lift_l1: bool) -> np.ndarray:
-    """Uniform-average entropic SMD written with the allocating step and problem.grad on data[t:t+1]."""
-    d, T = problem.d, data.n
-    size = 2 * d if lift_l1 else d
-    R = problem.feasible_set.radius if lift_l1 else 1.0
-    state = np.full(size, -math.log(size))
-    w = np.full(size, 1.0 / size)
-    x = R * (w[:d] - w[d:]) if lift_l1 else w
-    total = np.zeros(d)
-    for t in range(T):
-        total += x
-        g = problem.grad(x, data[t:t + 1])[0]
-        lg = np.concatenate([R * g, -R * g]) if lift_l1 else g
-        state, w = entropic_step_with_weights(state, lg, eta)
-        x = R * (w[:d] - w[d:]) if lift_l1 else w
-    return total / T
-
-
 @pytest.mark.parametrize("lift_l1", [False, True])
 def test_run_smd_matches_reference_loop(lift_l1):
     rng = np.random.default_rng(11)
@@ -150,9 +132,28 @@ def test_run_smd_matches_reference_loop(lift_l1):
     fset = L1Ball(d, 1.5) if lift_l1 else Simplex(d)
     prob = random_least_squares(fset, 1.0, rng, k=4)
     data = prob.sample(1500, rng)
-    res = run_smd(prob, data, rng=np.random.default_rng(0))
+    res = run_smd(prob, data, rng=np.random.default_rng(0), trace=True, trace_every=100)
     assert res.info["method"] == ("entropic_lift" if lift_l1 else "entropic")
-    assert _same_bits(res.x, _reference_smd(prob, data, res.params["step_size"], lift_l1))
+    ref = run_smd_reference(prob, data, rng=np.random.default_rng(0), trace=True, trace_every=100)
+    assert _same_bits(res.x, ref.x)
+    assert _same_bits(res.trace["x_avg"], ref.trace["x_avg"])
+    assert res.params == ref.params and res.info == ref.info
+
+
+@pytest.mark.parametrize("kind", ["polytope", "pnorm", "euclidean", "last", "suffix"])
+def test_run_smd_matches_reference_loop_other_geometries(kind):
+    """The library's reference loop (run_smd_reference) against the fast run_smd on the other geometries."""
+    rng = np.random.default_rng(12)
+    d = 25
+    setup = {"polytope": (Polytope(rng.standard_normal((9, d))), 2.0, 1.0), "pnorm": (LpBall(d, 1.5, 0.7), 1.5, None),
+             "euclidean": (LpBall(d, 2.0, 1.0), 2.0, None)}
+    fset, setup_p, mirror_p = setup.get(kind, (L1Ball(d, 2.0), 1.0, None))
+    prob = random_least_squares(fset, setup_p, rng, k=3)
+    data = prob.sample(600, rng)
+    avg = kind if kind in ("last", "suffix") else "uniform"
+    res = run_smd(prob, data, rng=np.random.default_rng(0), p=mirror_p, averaging=avg)
+    ref = run_smd_reference(prob, data, rng=np.random.default_rng(0), p=mirror_p, averaging=avg)
+    assert _same_bits(res.x, ref.x)
 
 
 @pytest.mark.parametrize("set_kind", ["simplex", "l1ball"])

@@ -44,15 +44,15 @@ from typing import Any
 
 import numpy as np
 
-from dpsco_lib._validation import check_int, check_positive, check_rng
+from dpsco_lib._validation import check_bool, check_int, check_positive, check_rng
 from dpsco_lib.algorithms._result import Result
-from dpsco_lib.geometry.mirror import EntropicStepInplace, pnorm_step_unchecked
+from dpsco_lib.geometry.mirror import EntropicStepInplace, entropic_step_with_weights, pnorm_step_unchecked
 from dpsco_lib.geometry.norms import check_exponent, dual_exponent
 from dpsco_lib.geometry.sets import FeasibleSet, LpBall, Polytope, Simplex
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.least_squares import row_grad_oracle
 
-__all__ = ["SMDParams", "run_smd", "smd_theory_params"]
+__all__ = ["SMDParams", "run_smd", "run_smd_reference", "smd_theory_params"]
 
 _AVERAGING = ("uniform", "last", "suffix")
 
@@ -164,6 +164,176 @@ def smd_theory_params(
     return SMDParams(method=method, mirror_p=mp, T=n, step_size=eta, bregman_radius=B, grad_bound=G, rate_bound=rate)
 
 
+# ---------------------------------------------------------------------------------------------------------
+# mirror maps: the state of one geometry and its step (x is the current primal point)
+# ---------------------------------------------------------------------------------------------------------
+class _EntropicSimplex:
+    """Entropic map on the simplex: log-weights updated in place; x is the weight vector itself."""
+
+    def __init__(self, d: int, eta: float) -> None:
+        self.state = np.full(d, -math.log(d))  # log w, w = uniform
+        self.x = np.full(d, 1.0 / d)
+        self.stepper = EntropicStepInplace(d, eta)
+
+    def step(self, g: np.ndarray) -> np.ndarray:
+        self.stepper.step(self.state, g, self.x)
+        return self.x
+
+
+class _EntropicL1Ball:
+    """Entropic map on the 2d vertices of the l1 ball: x = R (w[:d] - w[d:]), never the (2d, d) vertex matrix."""
+
+    def __init__(self, d: int, radius: float, eta: float) -> None:
+        self.d, self.R = d, radius
+        self.state = np.full(2 * d, -math.log(2 * d))
+        self.w = np.full(2 * d, 1.0 / (2 * d))
+        self.lifted = np.empty(2 * d)
+        self.xbuf = np.empty(d)
+        self.stepper = EntropicStepInplace(2 * d, eta)
+        self.x = self._primal()
+
+    def _primal(self) -> np.ndarray:
+        # R * (w[:d] - w[d:]), in place
+        np.subtract(self.w[: self.d], self.w[self.d :], out=self.xbuf)
+        return np.multiply(self.xbuf, self.R, out=self.xbuf)
+
+    def step(self, g: np.ndarray) -> np.ndarray:
+        # the lifted gradient np.concatenate([R * g, -R * g]), in place
+        np.multiply(g, self.R, out=self.lifted[: self.d])
+        np.multiply(g, -self.R, out=self.lifted[self.d :])
+        self.stepper.step(self.state, self.lifted, self.w)
+        self.x = self._primal()
+        return self.x
+
+
+class _EntropicPolytope:
+    """Entropic map on the vertices V of a polytope: x = w V, lifted gradient V g."""
+
+    def __init__(self, V: np.ndarray, eta: float) -> None:
+        self.V = V
+        self.state = np.full(V.shape[0], -math.log(V.shape[0]))
+        self.w = np.full(V.shape[0], 1.0 / V.shape[0])
+        self.stepper = EntropicStepInplace(V.shape[0], eta)
+        self.x = self.w @ V
+
+    def step(self, g: np.ndarray) -> np.ndarray:
+        self.stepper.step(self.state, self.V @ g, self.w)
+        self.x = self.w @ self.V
+        return self.x
+
+
+class _PNorm:
+    """The p-norm map psi = ||.||_p^2/(2(p-1)) on an LpBall with the same p (exact Bregman projection)."""
+
+    def __init__(self, X: LpBall, eta: float, p: float) -> None:
+        self.x = X.center().astype(np.float64)
+        self.eta, self.p, self.radius = eta, p, X.radius
+
+    def step(self, g: np.ndarray) -> np.ndarray:
+        self.x = pnorm_step_unchecked(self.x, g, self.eta, self.p, self.radius)
+        return self.x
+
+
+class _Euclidean:
+    """Projected gradient: x <- proj_X(x - eta g)."""
+
+    def __init__(self, X: FeasibleSet, eta: float) -> None:
+        self.X, self.eta = X, eta
+        self.x = X.center().astype(np.float64)
+
+    def step(self, g: np.ndarray) -> np.ndarray:
+        self.x = self.X.project(self.x - self.eta * g)
+        return self.x
+
+
+def _mirror(X: FeasibleSet, prm: SMDParams) -> Any:
+    """The mirror map object of ``prm.method`` on ``X``, started at the set's center (uniform weights)."""
+    if prm.method == "entropic":
+        return _EntropicSimplex(X.d, prm.step_size)
+    if prm.method == "entropic_lift":
+        if isinstance(X, LpBall):
+            return _EntropicL1Ball(X.d, X.radius, prm.step_size)
+        return _EntropicPolytope(X.vertices(), prm.step_size)
+    if prm.method == "pnorm":
+        return _PNorm(X, prm.step_size, prm.mirror_p)  # type: ignore[arg-type]
+    return _Euclidean(X, prm.step_size)
+
+
+def _gradient_oracle(problem: Any, data: Any, d: int) -> Any:
+    """``grad(x, t)``: the gradient of record t at x (1-D), checked for shape and finiteness at t = 0.
+
+    A library Problem: the dataset was checked once by the caller (type, width and the declared record bounds, more
+    than problem.grad checks on every call), so the unvalidated per-record oracle is used; the iterates are finite
+    points of X by construction.  Least squares additionally gets a row oracle on the raw arrays (no one-record
+    Dataset per step).
+    """
+    if isinstance(problem, Problem) and type(problem).grad is Problem.grad:
+        row_grad = row_grad_oracle(problem)
+        if row_grad is not None:
+            Xd, yd, gbuf = data.X, data.y, np.empty(d)
+
+            def grad_row(x: np.ndarray, t: int) -> np.ndarray:
+                g = row_grad(x, Xd, yd, t, gbuf)
+                if t == 0 and not np.all(np.isfinite(g)):
+                    raise ValueError(f"problem.grad must return a finite (1, {d}) array for one record")
+                return g
+
+            return grad_row
+        per_record_grad = problem._grad
+    else:
+        per_record_grad = problem.grad
+
+    def grad(x: np.ndarray, t: int) -> np.ndarray:
+        g = np.asarray(per_record_grad(x, data[t : t + 1]), dtype=np.float64)
+        if t == 0 and (g.shape != (1, d) or not np.all(np.isfinite(g))):
+            raise ValueError(f"problem.grad must return a finite (1, {d}) array for one record, got shape {g.shape}")
+        return g[0]
+
+    return grad
+
+
+def _prepare(problem: Any, data: Any, rng: Any, p: Any, step_size: Any, averaging: Any, trace: Any,
+             trace_every: Any) -> tuple[Any, SMDParams, int | None]:
+    """Validate the public arguments of :func:`run_smd` / :func:`run_smd_reference`; the data and the theory
+    parameters."""
+    check_rng(rng)
+    if averaging not in _AVERAGING:
+        raise ValueError(f"averaging must be one of {_AVERAGING}, got {averaging!r}")
+    trace = check_bool(trace, "trace")
+    if isinstance(problem, Problem) or callable(getattr(problem, "validate_data", None)):
+        # every record must satisfy the declared bounds: rate_bound (through L0) holds only for such data; a
+        # violation raises ValueError naming the data and the bound (valid data is returned as is)
+        data = problem.validate_data(data)
+    elif not hasattr(problem, "feasible_set"):
+        raise ValueError(f"problem must be a dpsco_lib Problem (or expose feasible_set, p, L0, grad), got "
+                         f"{type(problem).__name__}")
+    n = len(data)
+    if n < 1:
+        raise ValueError("data must contain at least one record")
+    if trace_every is not None:
+        trace_every = check_int(trace_every, "trace_every", lo=1)
+    prm = smd_theory_params(problem.feasible_set, n=n, L0=problem.L0, setup_p=problem.p, p=p, step_size=step_size)
+    every = None if not trace else (trace_every or max(1, prm.T // 100))
+    return data, prm, every
+
+
+def _result(prm: SMDParams, averaging: str, total: np.ndarray, suffix_total: np.ndarray, x: np.ndarray,
+            trace_t: list[int], trace_x: list[np.ndarray], every: int | None) -> Result:
+    T = prm.T
+    if averaging == "uniform":
+        out = total / T
+    elif averaging == "last":
+        out = x
+    else:
+        out = suffix_total / (T - (T + 1) // 2 + 1)
+    if not np.all(np.isfinite(out)):  # pragma: no cover - would be a library bug
+        raise RuntimeError("SMD produced a non-finite point")
+    trace = None if every is None else {"t": np.asarray(trace_t), "x_avg": np.asarray(trace_x)}
+    params = prm.as_dict() | {"averaging": averaging}
+    info = {"method": prm.method, "rate_bound": prm.rate_bound, "n_grad_evals": T}
+    return Result(x=out, trace=trace, params=params, ledger=None, info=info)
+
+
 def run_smd(
     problem: Any,
     data: Any,
@@ -172,6 +342,7 @@ def run_smd(
     p: float | None = None,
     step_size: float | None = None,
     averaging: str = "uniform",
+    trace: bool = False,
     trace_every: int | None = None,
 ) -> Result:
     """Single-pass stochastic mirror descent (non-private), Spec S1.
@@ -194,147 +365,105 @@ def run_smd(
     averaging : {"uniform", "last", "suffix"}
         Output the average of x_1..x_T (the analysed output), the last iterate x_{T+1}, or the average
         of the last half x_{ceil(T/2)}..x_T.
+    trace : bool
+        If True, ``result.trace`` holds ``t`` and ``x_avg`` (running uniform average after t steps) every
+        ``trace_every`` steps and at T.
     trace_every : int, optional
-        If given, ``result.trace`` holds ``t`` and ``x_avg`` (running uniform average after t steps)
-        every ``trace_every`` steps and at T.
+        Spacing of the trace (default max(1, T // 100)); only read when ``trace`` is True.
 
     Returns
     -------
     Result
         ``x`` the output point, ``params`` the SMDParams fields + ``averaging``, ``info`` the rate
         bound and method, ``ledger`` None.
+
+    See Also
+    --------
+    run_smd_reference : the same algorithm as a plain loop (allocating steps), bit-identical on the entropic
+        geometries.
     """
-    check_rng(rng)
-    if averaging not in _AVERAGING:
-        raise ValueError(f"averaging must be one of {_AVERAGING}, got {averaging!r}")
-    X = problem.feasible_set
-    if isinstance(problem, Problem) or callable(getattr(problem, "validate_data", None)):
-        # every record must satisfy the declared bounds: rate_bound (through L0) holds only for such data; a
-        # violation raises ValueError naming the data and the bound (valid data is returned as is)
-        data = problem.validate_data(data)
-    n = len(data)
-    if n < 1:
-        raise ValueError("data must contain at least one record")
-    if trace_every is not None:
-        trace_every = check_int(trace_every, "trace_every", lo=1)
-    prm = smd_theory_params(X, n=n, L0=problem.L0, setup_p=problem.p, p=p, step_size=step_size)
-    d, T, eta = X.d, prm.T, prm.step_size
-
-    # state: the mirror variable (log-weights for the entropic methods, the point otherwise); x = current point.
-    # The entropic methods update preallocated buffers in place (state, weights, the lifted gradient and the
-    # primal point); each in-place operation is the float64 operation of the allocating form it replaces.
-    weights: np.ndarray | None = None
-    lifted: np.ndarray | None = None
-    if prm.method == "entropic":
-        state = np.full(d, -math.log(d))  # log w, w = uniform
-        weights = np.full(d, 1.0 / d)
-
-        def primal(w: np.ndarray) -> np.ndarray:
-            return w
-
-        def lift_grad(g: np.ndarray) -> np.ndarray:
-            return g
-
-    elif prm.method == "entropic_lift" and isinstance(X, LpBall):
-        # l1 ball: x = R (w[:d] - w[d:]), w in Delta_{2d}; never materialize the (2d, d) vertex matrix
-        R = X.radius
-        state = np.full(2 * d, -math.log(2 * d))
-        weights = np.full(2 * d, 1.0 / (2 * d))
-        lifted = np.empty(2 * d)
-        xbuf = np.empty(d)
-
-        def primal(w: np.ndarray) -> np.ndarray:
-            # R * (w[:d] - w[d:])
-            np.subtract(w[:d], w[d:], out=xbuf)
-            return np.multiply(xbuf, R, out=xbuf)
-
-        def lift_grad(g: np.ndarray) -> np.ndarray:
-            # np.concatenate([R * g, -R * g])
-            np.multiply(g, R, out=lifted[:d])
-            np.multiply(g, -R, out=lifted[d:])
-            return lifted
-
-    elif prm.method == "entropic_lift":
-        V = X.vertices()
-        state = np.full(V.shape[0], -math.log(V.shape[0]))
-        weights = np.full(V.shape[0], 1.0 / V.shape[0])
-
-        def primal(w: np.ndarray) -> np.ndarray:
-            return w @ V
-
-        def lift_grad(g: np.ndarray) -> np.ndarray:
-            return V @ g
-
-    else:
-        state = X.center().astype(np.float64)
-
-    radius = getattr(X, "radius", None)
-    # A library Problem: the dataset was checked once above (type, width and the declared record bounds, more than
-    # problem.grad checks on every call), so the loop uses the unvalidated per-record oracle; the iterates are
-    # finite points of X by construction. Least squares additionally gets a row oracle on the raw arrays (no
-    # one-record Dataset per step).
-    row_grad = None
-    if isinstance(problem, Problem) and type(problem).grad is Problem.grad:
-        per_record_grad = problem._grad
-        row_grad = row_grad_oracle(problem)
-    else:
-        per_record_grad = problem.grad
-    Xd = yd = None
-    gbuf = np.empty(d)
-    if row_grad is not None:
-        Xd, yd = data.X, data.y
+    data, prm, every = _prepare(problem, data, rng, p, step_size, averaging, trace, trace_every)
+    d, T = problem.feasible_set.d, prm.T
+    mirror = _mirror(problem.feasible_set, prm)
+    grad = _gradient_oracle(problem, data, d)
     total = np.zeros(d)
     suffix_total = np.zeros(d)
     keep_suffix = averaging == "suffix"  # the suffix sum is only read for this output
     t_suffix = (T + 1) // 2  # 1-based index where the suffix average starts: x_{ceil(T/2)}
     trace_t: list[int] = []
     trace_x: list[np.ndarray] = []
-    x = primal(weights) if weights is not None else state
-    stepper = None if weights is None else EntropicStepInplace(weights.size, eta)
-    plain_simplex = prm.method == "entropic"  # lift and primal are the identity: skip the calls
+    x = mirror.x
+    step = mirror.step
     # The entropic step ignores overflow/invalid in eta (g - min g) (|eta g| ~ 1e308, handled by the limit
     # branch): the errstate is entered once here instead of once per step (so such warnings of a user gradient
     # oracle are silenced inside the loop too; no value changes, and a non-finite first gradient still raises).
-    errs = np.errstate(over="ignore", invalid="ignore") if weights is not None else contextlib.nullcontext()
-    with errs:
+    entropic = prm.method in ("entropic", "entropic_lift")
+    with np.errstate(over="ignore", invalid="ignore") if entropic else contextlib.nullcontext():
         for t in range(T):
             total += x
             if keep_suffix and t + 1 >= t_suffix:
                 suffix_total += x
-            if row_grad is not None:
-                g = row_grad(x, Xd, yd, t, gbuf)
-                if t == 0 and not np.all(np.isfinite(g)):
-                    raise ValueError(f"problem.grad must return a finite (1, {d}) array for one record")
-            else:
-                g = np.asarray(per_record_grad(x, data[t : t + 1]), dtype=np.float64)
-                if t == 0 and (g.shape != (1, d) or not np.all(np.isfinite(g))):
-                    raise ValueError(
-                        f"problem.grad must return a finite (1, {d}) array for one record, got shape {g.shape}"
-                    )
-                g = g[0]
-            if weights is not None:
-                if plain_simplex:
-                    stepper.step(state, g, weights)
-                else:
-                    stepper.step(state, lift_grad(g), weights)
-                    x = primal(weights)
-            elif prm.method == "pnorm":
-                x = pnorm_step_unchecked(x, g, eta, prm.mirror_p, radius)
-            else:
-                x = X.project(x - eta * g)
-            if trace_every is not None and ((t + 1) % trace_every == 0 or t + 1 == T):
+            x = step(grad(x, t))
+            if every is not None and ((t + 1) % every == 0 or t + 1 == T):
                 trace_t.append(t + 1)
                 trace_x.append(total / (t + 1))
+    return _result(prm, averaging, total, suffix_total, x, trace_t, trace_x, every)
 
-    if averaging == "uniform":
-        out = total / T
-    elif averaging == "last":
-        out = x
-    else:
-        out = suffix_total / (T - t_suffix + 1)
-    if not np.all(np.isfinite(out)):  # pragma: no cover - would be a library bug
-        raise RuntimeError("SMD produced a non-finite point")
-    trace = None if trace_every is None else {"t": np.asarray(trace_t), "x_avg": np.asarray(trace_x)}
-    params = prm.as_dict() | {"averaging": averaging}
-    info = {"method": prm.method, "rate_bound": prm.rate_bound, "n_grad_evals": T}
-    return Result(x=out, trace=trace, params=params, ledger=None, info=info)
+
+def run_smd_reference(
+    problem: Any,
+    data: Any,
+    *,
+    rng: np.random.Generator,
+    p: float | None = None,
+    step_size: float | None = None,
+    averaging: str = "uniform",
+    trace: bool = False,
+    trace_every: int | None = None,
+) -> Result:
+    """The readable reference loop of :func:`run_smd` (same signature and outputs), Spec S1.
+
+    One step per record: ``g = problem.grad(x, data[t:t+1])[0]`` and the allocating mirror steps
+    (:func:`~dpsco_lib.geometry.mirror.entropic_step_with_weights` on the lifted gradient, the p-norm step,
+    the Euclidean projection).  It performs the same float64 operations as :func:`run_smd` on the entropic
+    geometries, so the outputs are bit-identical there (tests/test_speed_paths.py checks it); it is slower.
+    """
+    data, prm, every = _prepare(problem, data, rng, p, step_size, averaging, trace, trace_every)
+    X, T, eta = problem.feasible_set, prm.T, prm.step_size
+    d = X.d
+    ball = prm.method == "entropic_lift" and isinstance(X, LpBall)  # vertices R e_i and -R e_i
+    V = X.vertices() if prm.method == "entropic_lift" and not ball else None
+
+    def lift(g: np.ndarray) -> np.ndarray:  # the gradient in the vertex weights
+        if ball:
+            return np.concatenate([X.radius * g, -X.radius * g])
+        return g if V is None else V @ g
+
+    def primal(w: np.ndarray) -> np.ndarray:  # the point of the weights
+        if ball:
+            return X.radius * (w[:d] - w[d:])
+        return w if V is None else w @ V
+
+    entropic = prm.method in ("entropic", "entropic_lift")
+    size = 2 * d if ball else (d if V is None else V.shape[0])
+    log_w = np.full(size, -math.log(size))
+    x = primal(np.full(size, 1.0 / size)) if entropic else X.center().astype(np.float64)
+    total, suffix_total = np.zeros(d), np.zeros(d)
+    trace_t: list[int] = []
+    trace_x: list[np.ndarray] = []
+    for t in range(T):
+        total += x
+        if averaging == "suffix" and t + 1 >= (T + 1) // 2:
+            suffix_total += x
+        g = np.asarray(problem.grad(x, data[t : t + 1]), dtype=np.float64)[0]
+        if entropic:
+            log_w, w = entropic_step_with_weights(log_w, lift(g), eta)
+            x = primal(w)
+        elif prm.method == "pnorm":
+            x = pnorm_step_unchecked(x, g, eta, prm.mirror_p, X.radius)
+        else:
+            x = X.project(x - eta * g)
+        if every is not None and ((t + 1) % every == 0 or t + 1 == T):
+            trace_t.append(t + 1)
+            trace_x.append(total / (t + 1))
+    return _result(prm, averaging, total, suffix_total, x, trace_t, trace_x, every)
