@@ -34,10 +34,14 @@ from dpsco_lib.problems.least_squares import (
 from dpsco_lib.problems.lifted import L1LiftedSaddle, lift_max_of_losses, pooled_logistic_problem
 from dpsco_lib.problems.logistic import LogisticRegression, RobustRegression, random_logistic
 from dpsco_lib.problems.nonconvex import NonconvexRegression, random_nonconvex_regression
+from dpsco_lib.problems.stream import BlockSampler, DataStream, IntegerDraw
 
 __all__ = [
     "BilinearGame",
+    "BlockSampler",
+    "DataStream",
     "Dataset",
+    "IntegerDraw",
     "LeastSquares",
     "L1LiftedSaddle",
     "LinearQueryGame",

@@ -29,6 +29,7 @@ import numpy as np
 from dpsco_lib._validation import check_array, check_int, check_rng
 from dpsco_lib.geometry.norms import dual_exponent, lp_norm
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.problems.stream import BlockSampler, DataStream, problem_stream
 
 __all__ = ["Problem", "SaddleProblem", "solve_cvxpy"]
 
@@ -220,6 +221,22 @@ class Problem(_Checks, ABC):
         n = check_int(n, "n", lo=1)
         rng = check_rng(rng)
         return self._sample(n, rng)
+
+    def stream(self, n: int, rng: np.random.Generator, block_size: int | None = None) -> DataStream:
+        """The records of ``sample(n, rng)`` in blocks of at most ``block_size`` (streaming data).
+
+        Guaranteed: the blocks concatenate to ``sample(n, rng2)`` bit for bit (``rng2`` in ``rng``'s state at
+        the call), ``rng`` is left at once in exactly the state ``sample`` leaves it in, and the stream can be
+        iterated again with identical blocks.  Memory per pass is O(block_size x d) when the family has a block
+        sampler (``stream.bounded_memory``), else the n records are sampled at once.  ``block_size`` None means
+        max(1, 2^20 // d).  ValueError / TypeError name a bad n, rng or block_size.  See
+        :mod:`dpsco_lib.problems.stream`.
+        """
+        return problem_stream(self, n, rng, block_size)
+
+    def _block_sampler(self) -> BlockSampler | None:
+        """A :class:`BlockSampler` consistent with ``_sample`` (then streams hold one block), or None."""
+        return None
 
     def validate_data(self, data: Any, clip: bool = False) -> Dataset:
         """Check every record against the declared bounds (the constants hold only for such data).
@@ -417,6 +434,15 @@ class SaddleProblem(_Checks, ABC):
     def sample(self, n: int, rng: np.random.Generator) -> Dataset:
         """n i.i.d. records from the problem's distribution (within the declared bounds)."""
         return self._sample(check_int(n, "n", lo=1), check_rng(rng))
+
+    def stream(self, n: int, rng: np.random.Generator, block_size: int | None = None) -> DataStream:
+        """The records of ``sample(n, rng)`` in blocks of at most ``block_size`` (streaming data); the
+        guarantees of :meth:`Problem.stream` (bit-identity, ``rng`` state, re-iteration, memory)."""
+        return problem_stream(self, n, rng, block_size)
+
+    def _block_sampler(self) -> BlockSampler | None:
+        """A :class:`BlockSampler` consistent with ``_sample`` (then streams hold one block), or None."""
+        return None
 
     def validate_data(self, data: Any, clip: bool = False) -> Dataset:
         """Reject records outside the declared bounds, or clip them when asked (``n_clipped`` records it)."""
