@@ -145,19 +145,20 @@ def _private(fn: Callable[..., Any], problem: Any, data: Dataset, rng: np.random
 
 def _dp_sgd_prepare(problem: Any, data: Dataset) -> dict[str, Any]:
     # One expected epoch: Poisson rate q = 1/sqrt(n), T = ceil(1/q) steps; clip at the l2 Lipschitz bound; the
-    # noise multiplier meeting (EPSILON, DELTA) by the RDP accountant (calibration, not timed).
+    # runner calibrates the noise multiplier meeting (EPSILON, DELTA) by the RDP accountant: warm its cache here
+    # (calibration, not timed).
     from dpsco_lib.algorithms.dp_sgd import dp_sgd_noise_multiplier
     from dpsco_lib.algorithms.noisy_sgd import l2_constants
 
     q = 1.0 / math.sqrt(data.n)
     steps = math.ceil(1.0 / q)
     L0_2, D_2 = l2_constants(problem)
-    return {"noise_multiplier": dp_sgd_noise_multiplier(EPSILON, DELTA, q, steps), "sampling_rate": q,
-            "steps": steps, "clip": L0_2, "lr": D_2 / (L0_2 * math.sqrt(steps))}
+    dp_sgd_noise_multiplier(EPSILON, delta=DELTA, sampling_rate=q, steps=steps)
+    return {"sampling_rate": q, "steps": steps, "clip": L0_2, "step_size": D_2 / (L0_2 * math.sqrt(steps))}
 
 
 def _dp_sgd(fn: Callable[..., Any], problem: Any, data: Dataset, rng: np.random.Generator, **kw: Any) -> Any:
-    return fn(problem, data, rng=rng, **kw)
+    return fn(problem, data, epsilon=EPSILON, delta=DELTA, rng=rng, **kw)
 
 
 def _grad_evals(key: str) -> Callable[[Any, int], float]:
