@@ -43,6 +43,7 @@ from dpsco_lib._validation import check_array, check_int, check_positive, check_
 from dpsco_lib.geometry.sets import Simplex
 from dpsco_lib.problems.base import SaddleProblem, solve_cvxpy
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.problems.stream import BlockSampler, IntegerDraw
 
 __all__ = [
     "BilinearGame",
@@ -52,6 +53,26 @@ __all__ = [
     "random_quadratic_game",
     "random_softmax_game",
 ]
+
+
+class _RademacherRecords(BlockSampler):
+    """Unlabelled records with i.i.d. Rademacher entries: ``2.0 * rng.integers(0, 2, size=(n, width)) - 1.0``
+    (the draws of :meth:`_NoisyBilinear._sample`, row-sequential, so they stream bit for bit)."""
+
+    labelled = False
+
+    def __init__(self, width: int) -> None:
+        self.width = check_int(width, "width", lo=1)
+
+    def draws(self) -> tuple[IntegerDraw, ...]:
+        return (IntegerDraw(0, 2, self.width),)
+
+    def n_features(self) -> int:
+        return self.width
+
+    def fill(self, raw: tuple[np.ndarray, ...], X: np.ndarray, y: np.ndarray | None) -> None:
+        np.multiply(raw[0], 2.0, out=X)
+        X -= 1.0
 
 
 def _simplex_clean(v: Any) -> np.ndarray:
@@ -85,6 +106,13 @@ class _NoisyBilinear(SaddleProblem):
 
     def _sample(self, n: int, rng: np.random.Generator) -> Dataset:
         return Dataset(self._rademacher(n, rng))
+
+    def _block_sampler(self) -> BlockSampler | None:
+        """Rademacher records of width ``data_dim`` unless a subclass changed how records are drawn."""
+        cls = type(self)
+        if cls._sample is _NoisyBilinear._sample and cls._rademacher is _NoisyBilinear._rademacher:
+            return _RademacherRecords(self.data_dim)
+        return None
 
     def _row_violation(self, data: Dataset) -> np.ndarray:
         return np.max(np.abs(data.X), axis=1) > 1.0

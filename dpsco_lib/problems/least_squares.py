@@ -35,6 +35,7 @@ from dpsco_lib.geometry.norms import check_exponent, dual_exponent, lp_norm, lp_
 from dpsco_lib.geometry.sets import FeasibleSet, L1Ball, LpBall, Simplex
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.problems.stream import BlockSampler, IntegerDraw
 
 __all__ = ["LeastSquares", "hard_least_squares", "max_feasible_norm", "random_least_squares"]
 
@@ -67,8 +68,12 @@ def max_feasible_norm(fset: Any, p: float) -> float:
 
 
 @dataclass(frozen=True)
-class _PlantedVertexSampler:
-    """a = r_1 (alpha e_1 + beta r'/(d-1)^(1/q)), b = c r_1 (r_1, r' Rademacher), for 1 <= p <= 2."""
+class _PlantedVertexSampler(BlockSampler):
+    """a = r_1 (alpha e_1 + beta r'/(d-1)^(1/q)), b = c r_1 (r_1, r' Rademacher), for 1 <= p <= 2.
+
+    Draws: r_1 for all n records (``integers(0, 2, size=n)``), then r' (``integers(0, 2, size=(n, d))``,
+    column 0 drawn and overwritten); records are row-wise in the draws, so they stream bit for bit.
+    """
 
     d: int
     q: float
@@ -76,29 +81,47 @@ class _PlantedVertexSampler:
     beta: float
     c: float
 
-    def __call__(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    def draws(self) -> tuple[IntegerDraw, ...]:
+        return (IntegerDraw(0, 2), IntegerDraw(0, 2, self.d))
+
+    def n_features(self) -> int:
+        return self.d
+
+    def fill(self, raw: tuple[np.ndarray, ...], X: np.ndarray, y: np.ndarray | None) -> None:
+        # the float64 operations of X = (2 r' - 1) (beta scale); X[:, 0] = alpha; X *= r1; y = c r1, in place
         scale = 1.0 if math.isinf(self.q) else (self.d - 1) ** (-1.0 / self.q)
-        r1 = 2.0 * rng.integers(0, 2, size=n) - 1.0
-        X = (2.0 * rng.integers(0, 2, size=(n, self.d)) - 1.0) * (self.beta * scale)
+        r1 = 2.0 * raw[0] - 1.0
+        np.multiply(raw[1], 2.0, out=X)
+        X -= 1.0
+        X *= self.beta * scale
         X[:, 0] = self.alpha
         X *= r1[:, None]
-        return X, self.c * r1
+        np.multiply(self.c, r1, out=y)
 
 
 @dataclass(frozen=True)
-class _SignedCoordinateSampler:
-    """a = s e_J, b = c s sigma_J (J uniform, s Rademacher), for p = inf."""
+class _SignedCoordinateSampler(BlockSampler):
+    """a = s e_J, b = c s sigma_J (J uniform, s Rademacher), for p = inf.
+
+    Draws: J for all n records (``integers(0, d, size=n)``), then s (``integers(0, 2, size=n)``); records are
+    row-wise in the draws, so they stream bit for bit.
+    """
 
     sigma: np.ndarray
     c: float
 
-    def __call__(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        d = self.sigma.size
-        J = rng.integers(0, d, size=n)
-        s = 2.0 * rng.integers(0, 2, size=n) - 1.0
-        X = np.zeros((n, d))
-        X[np.arange(n), J] = s
-        return X, self.c * s * self.sigma[J]
+    def draws(self) -> tuple[IntegerDraw, ...]:
+        return (IntegerDraw(0, self.sigma.size), IntegerDraw(0, 2))
+
+    def n_features(self) -> int:
+        return int(self.sigma.size)
+
+    def fill(self, raw: tuple[np.ndarray, ...], X: np.ndarray, y: np.ndarray | None) -> None:
+        J = raw[0]
+        s = 2.0 * raw[1] - 1.0
+        X[...] = 0.0
+        X[np.arange(J.size), J] = s
+        np.multiply(self.c * s, self.sigma[J], out=y)
 
 
 @dataclass(frozen=True)
@@ -217,6 +240,12 @@ class LeastSquares(Problem):
     def _sample(self, n: int, rng: np.random.Generator) -> Dataset:
         X, y = self.sampler(n, rng)
         return Dataset(X, y)
+
+    def _block_sampler(self) -> BlockSampler | None:
+        """The sampler when it is a :class:`BlockSampler` and ``_sample`` is this class's (streaming data)."""
+        if isinstance(self.sampler, BlockSampler) and type(self)._sample is LeastSquares._sample:
+            return self.sampler
+        return None
 
     def _row_violation(self, data: Dataset) -> np.ndarray:
         # the same booleans as lp_norm(data.X, q) > B_a (1 + rtol), without pow for integer q (norms.py)
