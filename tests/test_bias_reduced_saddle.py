@@ -19,12 +19,12 @@ from dpsco_lib.algorithms.bias_reduced_saddle import (
     bias_reduced_exact_mean,
     bias_reduced_gradient,
     estimate_oracle_second_moment,
-    filter_per_draw_budget,
     run_bias_reduced_smd_saddle,
     run_bias_reduced_smd_saddle_many,
     truncated_geometric_probabilities,
 )
 from dpsco_lib.privacy.accounting import filter_spend, max_composition_steps
+from dpsco_lib.privacy.accounting.budget import filter_per_step_epsilon
 from dpsco_lib.privacy.audit import canary_audit
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.games import BilinearGame, random_bilinear_game, random_softmax_game
@@ -59,18 +59,18 @@ def test_batch_rule_keeps_sensitivity(B, N_max):
     """w_N/B_N <= w_0/B for every level, B_0 = B, and B_N is the smallest such integer."""
     p = truncated_geometric_probabilities(N_max)
     w = 1 + 2 / p
-    bn = alg3_batch_sizes(B, N_max)
+    bn = alg3_batch_sizes(B, N_max=N_max)
     assert bn[0] == B
     assert np.all(w / bn <= w[0] / B * (1 + 1e-15))
     assert np.all((bn - 1) * w[0] < B * w + 1e-9 * B * w)  # minimality (up to float)
-    assert alg3_draw_epsilon(0.1, B, 2.0, N_max) == pytest.approx(4 * 0.1 * 2.0 * np.max(w / bn), rel=1e-15)
-    assert alg3_draw_epsilon(0.1, B, 2.0, N_max) <= 4 * 0.1 * 2.0 * w[0] / B * (1 + 1e-15)
+    assert alg3_draw_epsilon(0.1, B=B, L0=2.0, N_max=N_max) == pytest.approx(4 * 0.1 * 2.0 * np.max(w / bn), rel=1e-15)
+    assert alg3_draw_epsilon(0.1, B=B, L0=2.0, N_max=N_max) <= 4 * 0.1 * 2.0 * w[0] / B * (1 + 1e-15)
 
 
 def test_batch_sizes_exact_small():
     # N_max = 1: p = (2/3, 1/3), w = (4, 7); B = 4 -> B_1 = ceil(28/4) = 7
-    assert alg3_batch_sizes(4, 1).tolist() == [4, 7]
-    assert alg3_batch_sizes(1, 2).tolist() == [1, 2, 4]  # p = (4, 2, 1)/7, w = (4.5, 8, 15)
+    assert alg3_batch_sizes(4, N_max=1).tolist() == [4, 7]
+    assert alg3_batch_sizes(1, N_max=2).tolist() == [1, 2, 4]  # p = (4, 2, 1)/7, w = (4.5, 8, 15)
 
 
 # ------------------------------------------------------------------ Algorithm 2: exact mean and moments
@@ -165,8 +165,9 @@ def test_ledger_certifies_target_and_filter_bound(game, eps, delta, n):
     D = info["n_draws"]
     assert D == int(tr["draws_per_step"].sum()) == led.total_count
     assert info["steps"] == tr["levels"].size and info["records_used"] == int(tr["batch_sizes"].sum()) <= n
-    assert info["certified_epsilon"] == info["filter_spent"] <= eps
-    assert led.epsilon(delta) <= eps and (D == 0 or led.epsilon(delta, "kov") <= info["certified_epsilon"])
+    assert "certified_epsilon" not in info and info["filter_spent"] <= eps
+    assert res.certified_epsilon(delta) == led.epsilon(delta) <= eps
+    assert D == 0 or led.epsilon(delta, "kov") <= info["filter_spent"]
     eps_draw = res.params["eps_draw"]
     if D:
         assert info["filter_spent"] == pytest.approx(filter_spend(np.full(D, eps_draw), delta_prime=delta), rel=1e-12)
@@ -182,22 +183,43 @@ def test_ledger_certifies_target_and_filter_bound(game, eps, delta, n):
     np.testing.assert_array_equal(tr["draws_per_step"], 2 * (2 ** (tr["levels"] + 1) * res.params["K"] + 1))
 
 
+@pytest.mark.parametrize("accountant", ["best", "rdp", "kov", "advanced", "basic", "paper"])
+def test_fixed_count_accountants_stop_at_their_certified_draw_cap(game, accountant):
+    """With a fixed-count accountant the run stops before its draws exceed the largest count that accountant
+    certifies (the realized number of draws is data-independent, so ordinary composition applies)."""
+    g, data = game
+    kw = {"epsilon": 2.0, "delta": 1e-6, "N_max": 2}
+    res = run_bias_reduced_smd_saddle(g, data, rng=np.random.default_rng(3), accountant=accountant, **kw)
+    filt = run_bias_reduced_smd_saddle(g, data, rng=np.random.default_rng(3), **kw)
+    info, prm = res.info, res.params
+    method = "advanced" if accountant == "paper" else accountant
+    assert prm["accountant"] == info["accountant"] == accountant and "filter_spent" not in info
+    assert info["n_draws"] <= info["draw_cap"] and res.certified_epsilon(1e-6, method) <= 2.0
+    assert res.certified_epsilon(1e-6) <= 2.0
+    if info["stopped_by"] == "filter":
+        assert info["n_draws"] + info["refused_draws"] > info["draw_cap"]
+    if accountant in ("best", "rdp", "kov"):  # at least as tight as the filter: a larger design budget
+        assert prm["eps0"] >= filt.params["eps0"]
+
+
 def test_large_eta_is_still_private(game):
     """Privacy does not rely on the step size: a huge eta makes every draw expensive and the filter stops early."""
     g, data = game
-    res = run_bias_reduced_smd_saddle(g, data, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(1), eta=5.0)
-    assert res.info["stopped_by"] == "filter" and res.info["certified_epsilon"] <= 1.0
-    assert res.params["eps_draw"] == pytest.approx(alg3_draw_epsilon(5.0, res.params["B"], g.L0, res.params["N_max"]))
+    res = run_bias_reduced_smd_saddle(g, data, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(1),
+                                      step_size=5.0)
+    assert res.info["stopped_by"] == "filter" and res.certified_epsilon(1e-6) <= 1.0
+    assert res.params["eps_draw"] == pytest.approx(alg3_draw_epsilon(5.0, B=res.params["B"], L0=g.L0,
+                                                                     N_max=res.params["N_max"]))
 
 
 def test_filter_budget_and_theory_params():
     for eps, dl, k in [(1.0, 1e-6, 100), (8.0, 1e-8, 12345), (0.1, 1e-5, 1)]:
-        e0 = filter_per_draw_budget(eps, dl, k)
+        e0 = filter_per_step_epsilon(eps, dl, k)
         assert max_composition_steps(e0, epsilon=eps, delta=dl, method="filter") >= k
         assert max_composition_steps(e0 * (1 + 1e-6), epsilon=eps, delta=dl, method="filter") < k + 1 + k * 1e-5
     prm = alg3_theory_params(50_000, (10, 10), 2.0, 1e-6, 2.0, 2.0, 10.0)
     assert prm.K == 1 and prm.batch_sizes[-1] <= 50_000 / 4 and prm.N_max <= math.ceil(math.log2(50_000) / 2)
-    assert prm.eta <= prm.eta_cap * (1 + 1e-12) and prm.eps_draw <= prm.eps0 * (1 + 1e-12)
+    assert prm.step_size <= prm.step_size_cap * (1 + 1e-12) and prm.eps_draw <= prm.eps0 * (1 + 1e-12)
     assert prm.second_moment == prm.second_moment_bound
     p = truncated_geometric_probabilities(prm.N_max)
     assert prm.expected_batch == pytest.approx(float(p @ np.asarray(prm.batch_sizes)))
@@ -205,10 +227,10 @@ def test_filter_budget_and_theory_params():
     assert prm.bias_term == pytest.approx(8 * 10.0 / 2 ** (prm.N_max + 1))
     # a smaller instance second moment gives a larger step and fewer, larger... never a different privacy rule
     prm2 = alg3_theory_params(50_000, (10, 10), 2.0, 1e-6, 2.0, 2.0, 10.0, N_max=prm.N_max, second_moment=4.0)
-    assert prm2.eta > prm.eta and prm2.second_moment_bound == prm.second_moment_bound
-    fixed = alg3_theory_params(5000, 7, 1.0, 1e-6, 1.0, 1.0, 0.0, K=2, N_max=3, B=10, eta=0.01)
-    assert (fixed.K, fixed.N_max, fixed.B, fixed.eta) == (2, 3, 10, 0.01)
-    assert fixed.eps_draw == pytest.approx(alg3_draw_epsilon(0.01, 10, 1.0, 3))
+    assert prm2.step_size > prm.step_size and prm2.second_moment_bound == prm.second_moment_bound
+    fixed = alg3_theory_params(5000, 7, 1.0, 1e-6, 1.0, 1.0, 0.0, K=2, N_max=3, B=10, step_size=0.01)
+    assert (fixed.K, fixed.N_max, fixed.B, fixed.step_size) == (2, 3, 10, 0.01)
+    assert fixed.eps_draw == pytest.approx(alg3_draw_epsilon(0.01, B=10, L0=1.0, N_max=3))
 
 
 def test_softmax_game_runs_and_improves():
@@ -218,14 +240,14 @@ def test_softmax_game_runs_and_improves():
     assert 0 < M2 < 2 * g.L0**2 + 1e-12 + 10 * g.L0**2
     res = run_bias_reduced_smd_saddle(g, data, epsilon=8.0, delta=1e-6, rng=np.random.default_rng(5), second_moment=M2)
     u = np.full(6, 1 / 6)
-    assert res.info["steps"] > 0 and res.info["certified_epsilon"] <= 8.0
+    assert res.info["steps"] > 0 and res.certified_epsilon(1e-6) <= 8.0
     assert g.duality_gap(res.x, res.y) < g.duality_gap(u, u)
 
 
 # ------------------------------------------------------------------ determinism and output
 def test_determinism(game):
     g, data = game
-    kw = {"epsilon": 2.0, "delta": 1e-6, "keep_draws": True}
+    kw = {"epsilon": 2.0, "delta": 1e-6, "trace": True}
     a = run_bias_reduced_smd_saddle(g, data, rng=np.random.default_rng(9), **kw)
     b = run_bias_reduced_smd_saddle(g, data, rng=np.random.default_rng(9), **kw)
     c = run_bias_reduced_smd_saddle(g, data, rng=np.random.default_rng(10), **kw)
@@ -247,7 +269,7 @@ def test_many_replicas_match_single_run(game):
     """One replica of the vectorized runner is the single run, bit for bit; replicas share levels and stopping."""
     g, data = game
     kw = {"epsilon": 2.0, "delta": 1e-6}
-    one = run_bias_reduced_smd_saddle(g, data, rng=np.random.default_rng(4), keep_draws=True, **kw)
+    one = run_bias_reduced_smd_saddle(g, data, rng=np.random.default_rng(4), trace=True, **kw)
     many1 = run_bias_reduced_smd_saddle_many(g, data, n_runs=1, rng=np.random.default_rng(4), **kw)
     assert np.array_equal(one.x, many1["x"][0]) and np.array_equal(one.y, many1["y"][0])
     assert all(np.array_equal(a, b[0]) for a, b in zip(one.trace["draws"], many1["draws"], strict=True))
@@ -263,8 +285,9 @@ def test_max_steps_and_no_step(game):
     g, data = game
     res = run_bias_reduced_smd_saddle(g, data, epsilon=2.0, delta=1e-6, rng=np.random.default_rng(0), max_steps=3)
     assert res.info["steps"] == 3 and res.info["stopped_by"] == "max_steps"
-    tiny = run_bias_reduced_smd_saddle(g, data, epsilon=1e-3, delta=1e-6, rng=np.random.default_rng(0), eta=10.0)
-    assert tiny.info["steps"] == 0 and tiny.ledger.total_count == 0 and tiny.info["certified_epsilon"] == 0.0
+    tiny = run_bias_reduced_smd_saddle(g, data, epsilon=1e-3, delta=1e-6, rng=np.random.default_rng(0),
+                                       step_size=10.0)
+    assert tiny.info["steps"] == 0 and tiny.ledger.total_count == 0 and tiny.certified_epsilon(1e-6) == 0.0
     assert tiny.ledger.epsilon(1e-6) == 0.0
     np.testing.assert_allclose(tiny.x, np.full(6, 1 / 6))
 
@@ -276,7 +299,7 @@ def test_step_levels_are_truncated_geometric(game):
     g, data = game
     big = Dataset(np.tile(data.X, (40, 1)))
     res = run_bias_reduced_smd_saddle(g, big, epsilon=1e4, delta=1e-6, rng=np.random.default_rng(8), K=1, N_max=3,
-                                      B=1, eta=1e-3, max_steps=3000)
+                                      B=1, step_size=1e-3, max_steps=3000)
     assert res.info["stopped_by"] == "max_steps"
     counts = np.bincount(res.trace["levels"], minlength=4)
     assert stats.chisquare(counts, 3000 * truncated_geometric_probabilities(3)).pvalue > 1e-3
@@ -304,13 +327,13 @@ def _audit(broken: bool, n_runs: int, seed: int, monkeypatch):
     S = Dataset(np.vstack([np.concatenate([u, np.ones(d)]), np.zeros(2 * d)]))
     S2 = S.replace_one(0, (np.concatenate([-u, np.ones(d)]), None))
     if broken:  # the accountant forgets the multilevel factor w_N = 1 + 2/p_N; the sampler is unchanged
-        def forgetful(eta_, B, L0, N_max):
+        def forgetful(eta_, *, B, L0, N_max):
             return float(4.0 * eta_ * L0 / B)
 
         monkeypatch.setattr(brs, "alg3_draw_epsilon", forgetful)
-    kw = {"epsilon": 400.0, "delta": 1e-6, "K": 1, "N_max": 0, "B": 1, "eta": eta}
-    ref = run_bias_reduced_smd_saddle(g, S, rng=np.random.default_rng(0), keep_draws=True, **kw)
-    assert ref.info["steps"] == 2 and ref.info["certified_epsilon"] <= 400.0
+    kw = {"epsilon": 400.0, "delta": 1e-6, "K": 1, "N_max": 0, "B": 1, "step_size": eta}
+    ref = run_bias_reduced_smd_saddle(g, S, rng=np.random.default_rng(0), trace=True, **kw)
+    assert ref.info["steps"] == 2 and ref.certified_epsilon(1e-6) <= 400.0
     claimed = ref.ledger.events[0].epsilon  # per-draw epsilon the ledger charges
 
     def run_many(data, rng, m):
@@ -350,11 +373,12 @@ def test_canary_audit_correct_and_broken(monkeypatch):
         ({"N_max": 31}, "N_max must be"),
         ({"B": 0}, "B must be"),
         ({"B": 10**6}, "B must be"),
-        ({"eta": 0.0}, "eta must be"),
-        ({"eta": -1.0}, "eta must be"),
+        ({"step_size": 0.0}, "step_size must be"),
+        ({"step_size": -1.0}, "step_size must be"),
         ({"n_out": 0}, "n_out must be"),
         ({"max_steps": 0}, "max_steps must be"),
-        ({"keep_draws": "yes"}, "keep_draws"),
+        ({"trace": "yes"}, "trace"),
+        ({"accountant": "optimal"}, "accountant must be"),
         ({"second_moment": -1.0}, "second_moment must be"),
         ({"rng": 0}, "rng"),
     ],
@@ -362,7 +386,7 @@ def test_canary_audit_correct_and_broken(monkeypatch):
 def test_bad_inputs(game, kw, match):
     g, data = game
     args = {"epsilon": 1.0, "delta": 1e-6, "rng": np.random.default_rng(0)} | kw
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises((ValueError, TypeError), match=match):
         run_bias_reduced_smd_saddle(g, data, **args)
 
 
@@ -387,8 +411,6 @@ def test_bad_problem_data_and_oracle_inputs(game, lse):
     f, xf = lse
     with pytest.raises(ValueError, match="size must be"):
         bias_reduced_estimate(f.grad, xf, K=1, N_max=2, rng=np.random.default_rng(0), size=0)
-    with pytest.raises(ValueError, match="n_draws must be"):
-        filter_per_draw_budget(1.0, 1e-6, 0)
     with pytest.raises(ValueError, match="d must be"):
         alg3_theory_params(100, (3, 4, 5), 1.0, 1e-6, 1.0, 1.0, 0.0)
     with pytest.raises(ValueError, match="L0 must be"):

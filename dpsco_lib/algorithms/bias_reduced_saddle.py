@@ -43,11 +43,32 @@ eps_draw = 2 Delta = 4 eta L0 max_N(w_N/B_N) <= 4 eta L0 w_0/B -DP (the factor 2
 included, as in Alg 1).  The number of draws per step is random but predictable (the level is drawn before the
 step runs and does not depend on the data), which is exactly the situation of fully adaptive composition: the
 filter stops the run before sqrt(2 log(1/delta) sum eps_m^2) + sum eps_m^2/2 would exceed epsilon, and then the
-whole run is (epsilon, delta)-DP.  Because the level sequence is independent of the data, conditioning on it
-makes the run an ordinary (non-adaptive-budget) composition of D pure eps_draw-DP draws, D the realized number
-of draws; the ledger records exactly those D draws and ``ledger.epsilon(delta)`` re-certifies the run (KOV15 is
-optimal for D homogeneous draws, and the filter never admits more draws than the fixed-k bound of its own
-spend function, itself a valid fixed-k bound).
+whole run is (epsilon, delta)-DP (WRRW23).
+
+Why the ledger's ordinary composition certifies the run.  The run's number of draws D is random, but it is a
+function of the level sequence N_1, N_2, ... only (the levels are drawn from uniforms that neither the data nor the
+vertex draws influence, the batch sizes and the draws per step are functions of the level, and both stopping rules
+below read nothing else), so D is independent of the data.  Conditionally on the level sequence -- which the run
+releases in ``result.trace["levels"]`` at no privacy cost -- the run is an ordinary adaptive composition of a
+*fixed* number D of pure eps_draw-DP exponential-mechanism draws, and any fixed-count accountant certifies it; a
+guarantee that holds conditionally on every value of a data-independent variable, with the variable released,
+holds for the run.  The ledger therefore records exactly the D realized draws
+(``SelfComposedEvent(ExponentialEvent(eps_draw), D)``) and ``result.certified_epsilon(delta)`` (the ledger,
+``accountant="best"``: KOV15, RDP with the bounded-range curve of the exponential mechanism, PLD) is a valid
+certificate of the run.  It is at most epsilon: the filter never admits more draws than the fixed-k bound of its
+own spend function, which is a valid fixed-k bound (advanced composition in its eps^2/2 form, at least the
+optimal KOV15 value), and "best" is at most that.  (Were D data-dependent, only the filter's fully adaptive
+statement would hold.)  ``info["filter_spent"]`` is the filter's own statement, not the certificate.
+
+Accountants (``accountant=``).  The filter is Algorithm 3's own accountant and the default (``"filter"``: it
+stops the run, and :func:`~dpsco_lib.privacy.accounting.budget.filter_per_step_epsilon` calibrates the design
+budget eps0 from the filter's own admission test; this reproduces the paper and the notebook's runs).  Because D is
+data-independent, any fixed-count accountant of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS` may play
+the filter's role: eps0 is then the per-step budget of the design number of draws under that accountant
+(:func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon`, ``mechanism="exponential"``, the events the ledger
+records) and the run stops before its draws exceed the largest count k_max that the accountant certifies at
+(epsilon, delta) (:func:`~dpsco_lib.privacy.accounting.budget.calibrate`, discrete); ``"best"``, the tightest valid
+accountant, gives the largest eps0 and step-size cap.
 
 Indexing.  Spec A2 (and this module) draw 2^{N+1} K vertices at level N = 0..N_max; drawing 2^N vertices at
 levels N = 1..N_max+1 (K = 1) is the same estimator with the level shifted by one.
@@ -73,6 +94,7 @@ from typing import Any
 import numpy as np
 
 from dpsco_lib._validation import (
+    check_bool,
     check_delta,
     check_epsilon,
     check_int,
@@ -80,15 +102,25 @@ from dpsco_lib._validation import (
     check_rng,
 )
 from dpsco_lib.algorithms._result import Result
-from dpsco_lib.geometry.mirror import entropic_step_unchecked
+from dpsco_lib.geometry.mirror import entropic_step, entropic_step_unchecked
 from dpsco_lib.geometry.sparsify import maurey_probabilities
-from dpsco_lib.privacy.accounting import AdvancedCompositionFilter, PrivacyLedger
+from dpsco_lib.privacy.accounting.budget import (
+    ACCOUNTANTS,
+    calibrate,
+    check_accountant,
+    filter_per_step_epsilon,
+    per_step_epsilon,
+)
+from dpsco_lib.privacy.accounting.composition import AdvancedCompositionFilter
+from dpsco_lib.privacy.accounting.events import ExponentialEvent, SelfComposedEvent
+from dpsco_lib.privacy.accounting.ledger import PrivacyLedger, certify_events
 from dpsco_lib.privacy.mechanisms import sample_categorical_log
 from dpsco_lib.problems.base import SaddleProblem
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.games import check_saddle_data, saddle_dims
 
 __all__ = [
+    "A3_ACCOUNTANTS",
     "Alg3Params",
     "BiasReducedGradient",
     "alg3_batch_sizes",
@@ -98,9 +130,9 @@ __all__ = [
     "bias_reduced_exact_mean",
     "bias_reduced_gradient",
     "estimate_oracle_second_moment",
-    "filter_per_draw_budget",
     "run_bias_reduced_smd_saddle",
     "run_bias_reduced_smd_saddle_many",
+    "run_bias_reduced_smd_saddle_reference",
     "truncated_geometric_probabilities",
 ]
 
@@ -351,7 +383,7 @@ def bias_reduced_exact_mean(grad_fn: Callable[[np.ndarray], np.ndarray], x: Any,
 # ---------------------------------------------------------------------------------------------------------
 # Algorithm 3: parameters
 # ---------------------------------------------------------------------------------------------------------
-def alg3_batch_sizes(B: int, N_max: int) -> np.ndarray:
+def alg3_batch_sizes(B: int, *, N_max: int) -> np.ndarray:
     """B_N = ceil(B w_N/w_0), w_N = 1 + 2/p_N (int64, length N_max + 1; B_0 = B).  Guarantees w_N/B_N <= w_0/B."""
     B = check_int(B, "B", lo=1)
     p = truncated_geometric_probabilities(N_max)
@@ -363,41 +395,49 @@ def alg3_batch_sizes(B: int, N_max: int) -> np.ndarray:
     return bn
 
 
-def alg3_draw_epsilon(eta: float, B: int, L0: float, N_max: int) -> float:
+def alg3_draw_epsilon(step_size: float, *, B: int, L0: float, N_max: int) -> float:
     """Per-draw epsilon of Algorithm 3: 4 eta L0 max_N(w_N/B_N) (<= 4 eta L0 w_0/B; Prop 3.17, module docstring)."""
-    eta = check_positive(eta, "eta")
+    step_size = check_positive(step_size, "step_size")
     L0 = check_positive(L0, "L0")
     p = truncated_geometric_probabilities(N_max)
-    bn = alg3_batch_sizes(B, N_max)
-    return float(4.0 * eta * L0 * np.max((1.0 + 2.0 / p) / bn))
+    bn = alg3_batch_sizes(B, N_max=N_max)
+    return float(4.0 * step_size * L0 * np.max((1.0 + 2.0 / p) / bn))
 
 
-def filter_per_draw_budget(epsilon: float, delta: float, n_draws: int) -> float:
-    r"""Largest eps0 (rounded down) with which the WRRW23 filter admits ``n_draws`` eps0-DP draws at (eps, delta).
-
-    The filter admits k draws iff sqrt(2 log(1/delta) k eps0^2) + k eps0^2/2 <= epsilon, i.e.
-    k eps0^2 <= s* = (sqrt(2 log(1/delta) + 2 epsilon) - sqrt(2 log(1/delta)))^2, so eps0 = sqrt(s*/k)
-    (then decreased until the filter's test with k eps0^2 -- the expression of
-    :func:`~dpsco_lib.privacy.accounting.max_composition_steps` with ``method="filter"`` -- admits k).
-    """
-    return _filter_budget(check_epsilon(epsilon), check_delta(delta, allow_zero=False),
-                          check_int(n_draws, "n_draws", lo=1))
+#: the accountants of Algorithm 3: its own fully adaptive filter (default) or a fixed-count accountant of
+#: :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS` (module docstring, "Privacy")
+A3_ACCOUNTANTS = ("filter", *ACCOUNTANTS)
 
 
-@lru_cache(maxsize=65536)
-def _filter_budget(eps: float, dl: float, k: int) -> float:
-    a = 2.0 * math.log(1.0 / dl)
-    s = (math.sqrt(a + 2.0 * eps) - math.sqrt(a)) ** 2
-    e0 = math.sqrt(s / k) * (1.0 - 1e-12)
-    while not _filter_admits(e0, eps, dl, k):  # pragma: no cover - float safety
-        e0 *= 1.0 - 1e-9
-    return e0
+def _check_a3_accountant(accountant: object) -> str:
+    if accountant == "filter":
+        return "filter"
+    if not isinstance(accountant, str) or accountant not in ACCOUNTANTS:
+        raise ValueError(f"accountant must be one of {A3_ACCOUNTANTS}, got {accountant!r}")
+    return check_accountant(accountant)
 
 
-def _filter_admits(e0: float, eps: float, dl: float, k: int) -> bool:
-    """The filter's admission test for k draws of e0 (the expression of ``max_composition_steps(.., "filter")``)."""
-    s2 = k * e0**2
-    return math.sqrt(2 * math.log(1 / dl) * s2) + 0.5 * s2 <= eps
+def _eps0(eps: float, dl: float, n_draws: int, accountant: str) -> float:
+    """Design per-draw budget: ``n_draws`` draws admitted by the filter, or certified by ``accountant``."""
+    if accountant == "filter":
+        return filter_per_step_epsilon(eps, dl, n_draws)
+    return per_step_epsilon(eps, dl, n_draws, accountant=accountant, mechanism="exponential").value
+
+
+def _draws_event(eps_draw: float, count: int) -> SelfComposedEvent:
+    """The event a run with ``count`` vertex draws records (the ledger of :func:`run_bias_reduced_smd_saddle`)."""
+    return SelfComposedEvent(ExponentialEvent(eps_draw, label="Alg 3 vertex draws (Prop 3.17)"), count)
+
+
+@lru_cache(maxsize=4096)
+def _draw_cap(eps_draw: float, eps: float, dl: float, accountant: str, hint: int) -> int:
+    """Largest k whose k draws of ``eps_draw`` the fixed-count ``accountant`` certifies at (eps, dl) (0 if none)."""
+    method = "advanced" if accountant == "paper" else accountant  # the papers' rule is certified by DRV10
+    if certify_events((_draws_event(eps_draw, 1),), dl, method) > eps:
+        return 0
+    cal = calibrate(lambda k: _draws_event(eps_draw, max(1, int(k))), epsilon=eps, delta=dl, accountant=method,
+                    bracket=(max(1.0, hint / 2.0), max(2.0, 2.0 * hint)), increasing=True, discrete=True)
+    return int(cal.value)
 
 
 @dataclass(frozen=True)
@@ -408,14 +448,16 @@ class Alg3Params:
     ----------
     K, N_max, B, n_out : int
         Base vertices, largest level, base batch size (level-0 batch), output draws per player per step.
-    eta : float
-        Step size.
-    eta_cap : float
-        Design cap eps0 B/(4 L0 w_0): the step at which the filter is expected to bind when the data run out.
+    step_size : float
+        The step size eta.
+    step_size_cap : float
+        Design cap eps0 B/(4 L0 w_0): the step at which the accountant is expected to bind when the data run out.
+    accountant : str
+        How the run is stopped and eps0 calibrated: ``"filter"`` (the WRRW23 filter) or a fixed-count accountant.
     eps0 : float
-        Design per-draw budget: the filter admits ``n_draws_design`` draws of eps0.
+        Design per-draw budget: the accountant admits ``n_draws_design`` draws of eps0.
     eps_draw : float
-        4 eta L0 max_N(w_N/B_N), the per-draw epsilon actually charged (<= eps0 iff eta <= eta_cap).
+        4 eta L0 max_N(w_N/B_N), the per-draw epsilon actually charged (<= eps0 iff eta <= step_size_cap).
     batch_sizes : tuple of int
         B_N per level.
     level_probs : tuple of float
@@ -442,8 +484,9 @@ class Alg3Params:
     N_max: int
     B: int
     n_out: int
-    eta: float
-    eta_cap: float
+    step_size: float
+    step_size_cap: float
+    accountant: str
     eps0: float
     eps_draw: float
     batch_sizes: tuple[int, ...]
@@ -466,15 +509,15 @@ class Alg3Params:
 
 
 def _design(n: int, B: int, K: int, N_max: int, n_out: int, eps: float, dl: float, L0: float, log_d: float,
-            M2: float, eta: float | None) -> dict[str, Any]:
+            M2: float, eta: float | None, accountant: str = "filter") -> dict[str, Any]:
     p = truncated_geometric_probabilities(N_max)
-    bn = alg3_batch_sizes(B, N_max)
+    bn = alg3_batch_sizes(B, N_max=N_max)
     w0 = 1.0 + 2.0 / p[0]
     eb = float(p @ bn)
     ed = float(2.0 * (K * (p @ (2.0 ** (np.arange(p.size) + 1))) + n_out))
     T_e = n / eb
     D = max(1, round(T_e * ed))
-    eps0 = filter_per_draw_budget(eps, dl, D)
+    eps0 = _eps0(eps, dl, D, accountant)
     # the cap uses max_N(w_N/B_N) (= w_0/B up to the ceil) so that eta = eta_cap gives eps_draw = eps0 exactly
     ratio = float(np.max((1.0 + 2.0 / p) / bn))
     cap = eps0 / (4.0 * L0 * ratio)
@@ -497,11 +540,12 @@ def alg3_theory_params(
     K: int | None = None,
     N_max: int | None = None,
     B: int | None = None,
-    eta: float | None = None,
+    step_size: float | None = None,
     n_out: int = 1,
     second_moment: float | None = None,
+    accountant: str = "filter",
 ) -> Alg3Params:
-    r"""K, N_max, B, eta of Algorithm 3 for the rate of Thm 3.14 [GGP24] (Spec A3, Prop 3.17).
+    r"""K, N_max, B, eta (``step_size``) of Algorithm 3 for the rate of Thm 3.14 [GGP24] (Spec A3, Prop 3.17).
 
     Derivation (constants made explicit where the seed lost them).  Let l = log dx + log dy, d = max(dx, dy),
     Z = 2 - 2^{-N_max}, w_N = 1 + 2/p_N.
@@ -519,8 +563,12 @@ def alg3_theory_params(
        T = n/E B_N steps, having used D = T E(draws) draws.
     3. Privacy (Prop 3.17).  Each draw is eps_draw = 4 eta L0 max_N(w_N/B_N)-DP; the filter admits D draws of
        eps0 iff D eps0^2 <= s* = (sqrt(2 log(1/delta) + 2 eps) - sqrt(2 log(1/delta)))^2
-       (:func:`filter_per_draw_budget`), so the design cap is eta_cap = eps0/(4 L0 max_N(w_N/B_N)) ~
-       eps0 B/(4 L0 w_0) with eps0 ~ eps/sqrt(2 D log(1/delta)).
+       (:func:`~dpsco_lib.privacy.accounting.budget.filter_per_step_epsilon`), so the design cap is
+       eta_cap = eps0/(4 L0 max_N(w_N/B_N)) ~ eps0 B/(4 L0 w_0) with eps0 ~ eps/sqrt(2 D log(1/delta)).  With a
+       fixed-count ``accountant`` eps0 is instead the per-step budget of D exponential-mechanism draws
+       (:func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon`, ``mechanism="exponential"``); B is still
+       chosen with the filter's closed form (the search evaluates ~100 designs), then eps0 and the step size are
+       recomputed for the chosen design with ``accountant``.
     4. SMD (Lemma 3.8 with the entropy) on the product of simplices with a bias-reduced oracle:
        E Gap <~ l/(eta T) + eta M2 + 4 * 2 L2/(2^{N_max+1} K) + L0 sqrt(l/n).  The unconstrained best step is
        eta_stat = sqrt(l/(T M2)); the privacy cap eta_cap ~ B/sqrt(T) ~ n/T^{3/2}; B (hence T) is chosen to
@@ -545,7 +593,7 @@ def alg3_theory_params(
         Target; delta in (0, 1).
     L0, L1, L2 : float
         Constants w.r.t. ||.||_1 (L2 may be 0; it only enters the reported bias term).
-    K, N_max, B, eta : optional
+    K, N_max, B, step_size : optional
         Fix some parameters (the others are chosen as above).
     n_out : int
         Output vertex draws per player per step (default 1, Line 8 of the paper's Algorithm 3).
@@ -563,49 +611,31 @@ def alg3_theory_params(
     L0 = check_positive(L0, "L0")
     L1 = check_positive(L1, "L1", allow_zero=True)
     L2 = check_positive(L2, "L2", allow_zero=True)
+    accountant = _check_a3_accountant(accountant)
     K = 1 if K is None else check_int(K, "K", lo=1)
     if N_max is not None:
         N_max = check_int(N_max, "N_max", lo=0, hi=_MAX_LEVEL)
     n_out = check_int(n_out, "n_out", lo=0)
-    if eta is not None:
-        eta = check_positive(eta, "eta")
+    eta = None if step_size is None else check_positive(step_size, "step_size")
     if second_moment is not None:
         second_moment = check_positive(second_moment, "second_moment")
     if B is not None:
         B = check_int(B, "B", lo=1, hi=n)
     log_d = max(math.log(dx) + math.log(dy), 1e-12)
     dmax = max(dx, dy)
-
-    def m2_bound(nm: int) -> float:
-        Z = 2.0 - 2.0**-nm
-        return 2.0 * L0**2 + 24.0 * Z * L1**2 * (math.log(dmax) + 0.5 * math.log(2.0)) * (nm + 1) / K
-
-    def best_B(nm: int, M2: float) -> int:
-        if B is not None:
-            return B
-
-        def val(b: int) -> float:
-            return _design(n, b, K, nm, n_out, eps, dl, L0, log_d, M2, eta)["smd"]
-
-        grid = sorted({max(1, round(v)) for v in np.geomspace(1, n, 60)})
-        vals = [val(b) for b in grid]
-        i = int(np.argmin(vals))
-        lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-        cand = sorted(set(np.unique(np.geomspace(lo, hi, 24).round().astype(int)).tolist()))
-        return min(cand, key=lambda b: (val(b), b))
-
+    fixed = (n, K, n_out, eps, dl, L0, log_d, eta)
     if N_max is None:
         # largest level <= ceil(log2(n)/2) whose batch fits in a quarter of the data (item 5 of the derivation)
         for nm in range(max(0, math.ceil(math.log2(n) / 2)), -1, -1):
-            M2 = m2_bound(nm) if second_moment is None else second_moment
-            B_nm = best_B(nm, M2)
-            if nm == 0 or alg3_batch_sizes(B_nm, nm)[-1] <= n / 4:
+            M2 = _m2_bound(L0, L1, dmax, K, nm) if second_moment is None else second_moment
+            B_nm = B if B is not None else _best_B(*fixed, nm, M2)
+            if nm == 0 or alg3_batch_sizes(B_nm, N_max=nm)[-1] <= n / 4:
                 break
         N_max = nm
-    M2_bound = m2_bound(N_max)
+    M2_bound = _m2_bound(L0, L1, dmax, K, N_max)
     M2 = M2_bound if second_moment is None else second_moment
-    B = best_B(N_max, M2)
-    dz = _design(n, B, K, N_max, n_out, eps, dl, L0, log_d, M2, eta)
+    B = B if B is not None else _best_B(*fixed, N_max, M2)
+    dz = _design(n, B, K, N_max, n_out, eps, dl, L0, log_d, M2, eta, accountant)
     if dz["T_e"] < 1:
         raise ValueError(f"B = {B} is too large: the expected level-N batch {dz['eb']:.1f} exceeds n = {n}")
     e = float(dz["eta"])
@@ -613,14 +643,36 @@ def alg3_theory_params(
     stat = L0 * math.sqrt(log_d / n)
     rate = math.log(max(dmax, 2)) * (1.0 / math.sqrt(n) + 1.0 / math.sqrt(n * eps))
     return Alg3Params(
-        K=int(K), N_max=int(N_max), B=int(B), n_out=int(n_out), eta=e, eta_cap=float(dz["cap"]),
-        eps0=float(dz["eps0"]), eps_draw=alg3_draw_epsilon(e, B, L0, N_max),
+        K=int(K), N_max=int(N_max), B=int(B), n_out=int(n_out), step_size=e, step_size_cap=float(dz["cap"]),
+        accountant=accountant, eps0=float(dz["eps0"]), eps_draw=alg3_draw_epsilon(e, B=B, L0=L0, N_max=N_max),
         batch_sizes=tuple(int(b) for b in dz["bn"]), level_probs=tuple(float(q) for q in dz["p"]),
         expected_batch=float(dz["eb"]), expected_draws=float(dz["ed"]), T_expected=float(dz["T_e"]),
         n_draws_design=int(dz["D"]), log_d=float(log_d), second_moment=float(M2),
         second_moment_bound=float(M2_bound), smd_term=float(dz["smd"]),
         bias_term=float(bias), stat_term=float(stat), bound=float(dz["smd"] + bias + stat), rate=float(rate),
     )
+
+
+def _m2_bound(L0: float, L1: float, dmax: int, K: int, nm: int) -> float:
+    """The worst-case second moment M2 of item 1 of :func:`alg3_theory_params` at N_max = nm."""
+    Z = 2.0 - 2.0**-nm
+    return 2.0 * L0**2 + 24.0 * Z * L1**2 * (math.log(dmax) + 0.5 * math.log(2.0)) * (nm + 1) / K
+
+
+def _best_B(n: int, K: int, n_out: int, eps: float, dl: float, L0: float, log_d: float, eta: float | None,
+            nm: int, M2: float) -> int:
+    """The base batch minimizing the SMD term (item 4): a geometric grid over [1, n], then its best point's
+    neighbourhood; priced with the filter's closed form (fast; the final design is re-priced by the accountant)."""
+
+    def val(b: int) -> float:
+        return _design(n, b, K, nm, n_out, eps, dl, L0, log_d, M2, eta)["smd"]
+
+    grid = sorted({max(1, round(v)) for v in np.geomspace(1, n, 60)})
+    vals = [val(b) for b in grid]
+    i = int(np.argmin(vals))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    cand = sorted(set(np.unique(np.geomspace(lo, hi, 24).round().astype(int)).tolist()))
+    return min(cand, key=lambda b: (val(b), b))
 
 
 def estimate_oracle_second_moment(
@@ -675,20 +727,22 @@ def run_bias_reduced_smd_saddle(
     K: int | None = None,
     N_max: int | None = None,
     B: int | None = None,
-    eta: float | None = None,
+    step_size: float | None = None,
     n_out: int = 1,
     second_moment: float | None = None,
     max_steps: int | None = None,
-    keep_draws: bool = False,
+    accountant: str = "filter",
+    trace: bool = False,
 ) -> Result:
     r"""Algorithm 3 of [GGP24]: (eps, delta)-DP SMD with bias-reduced vertex sampling and random stopping (Spec A3).
 
-    While the data last and the WRRW23 filter admits the step: draw the level N_t ~ TruncGeom(N_max), take the
+    While the data last and the privacy filter admits the step: draw the level N_t ~ TruncGeom(N_max), take the
     next B_{N_t} records as the batch S_t, get (G^x_t, G^y_t) from Algorithm 2 at (x_t, y_t) on S_t (2^{N_t+1} K
     vertices per player) together with ``n_out`` output vertices per player, and take the entropic steps
     x_{t+1} prop. to x_t exp(-eta G^x_t), y_{t+1} prop. to y_t exp(+eta G^y_t) (log space).  Output the averages
     over the executed steps of the output estimates.  See the module docstring for the privacy proof and
-    :func:`alg3_theory_params` for the defaults.
+    :func:`alg3_theory_params` for the defaults; :func:`run_bias_reduced_smd_saddle_reference` is the same
+    algorithm as a plain loop.
 
     Parameters
     ----------
@@ -699,8 +753,8 @@ def run_bias_reduced_smd_saddle(
         Target; delta in (0, 1).  Every run is (epsilon, delta)-DP whatever the hyperparameters: the filter
         charges the per-draw epsilon 4 eta L0 max_N(w_N/B_N) actually spent.
     rng : numpy.random.Generator
-    K, N_max, B, eta : optional
-        Override the theory parameters.
+    K, N_max, B, step_size : optional
+        Override the theory parameters (``step_size`` is eta).
     n_out : int
         Output vertex draws per player per step (>= 1).
     second_moment : float, optional
@@ -708,30 +762,41 @@ def run_bias_reduced_smd_saddle(
         on it.
     max_steps : int, optional
         Hard cap on the number of steps (default: none besides the filter and the data).
-    keep_draws : bool
-        Store every step's vertex draws in ``result.trace["draws"]`` (a list of (2, 2^{N_t+1} K + n_out) int
-        arrays: row 0 for x, row 1 for y; the last ``n_out`` columns are the output draws).
+    accountant : str
+        ``"filter"`` (default, the algorithm's own accountant: the WRRW23 fully adaptive filter stops the run and
+        calibrates the design budget eps0; this reproduces the paper's Algorithm 3) or one of
+        :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`: eps0 is then the per-step budget of the design
+        number of draws under that accountant and the run stops before its draws exceed the largest count the
+        accountant certifies at (epsilon, delta) (module docstring, "Privacy"; ``"best"`` is the tightest valid
+        accountant and gives the largest step-size cap).
+    trace : bool
+        Also store every step's vertex draws in ``result.trace["draws"]`` (a list of (2, 2^{N_t+1} K + n_out)
+        int arrays: row 0 for x, row 1 for y; the last ``n_out`` columns are the output draws).
 
     Returns
     -------
     Result
         x, y: averaged output estimates (uniform points if no step ran); params: the Alg3Params fields; ledger:
-        the realized D exponential-mechanism draws at eps_draw; trace: ``levels``, ``batch_sizes``,
-        ``draws_per_step`` (both players), ``filter_spent`` after each step (and ``draws`` if asked); info: the
-        realized stopping time ``steps``, ``stopped_by`` in {"filter", "data", "max_steps"}, ``records_used``,
-        ``n_draws``, ``refused_draws`` (draws of the step the filter refused, else 0), ``refused_level``
-        (level of the step that was not run, -1 after ``max_steps``), ``certified_epsilon``
-        (the filter's spend, <= epsilon; ``result.ledger.epsilon(delta)``, the optimal KOV15 composition of the D
-        realized draws, is smaller but costs O(D)), ``filter_spent``, ``target_epsilon``, ``delta``.
+        the realized D exponential-mechanism draws at eps_draw (``result.certified_epsilon(delta)`` certifies the
+        run, module docstring); trace: ``levels``, ``batch_sizes``, ``draws_per_step`` (both players),
+        ``filter_spent`` after each step (filter accountant only; and ``draws`` if asked); info: the realized
+        stopping time ``steps``, ``stopped_by`` in {"filter", "data", "max_steps"} ("filter": the privacy
+        accountant refused the next step), ``records_used``, ``n_draws``, ``refused_draws`` (draws of the step
+        that was refused, else 0), ``refused_level`` (level of the step that was not run, -1 after
+        ``max_steps``), ``filter_spent`` (the filter's own statement, <= epsilon; filter accountant only) or
+        ``draw_cap`` (the largest certified number of draws; fixed-count accountants), ``target_epsilon``,
+        ``delta``.
     """
     rng = check_rng(rng)
-    data, prm, eps, dl = _resolve(problem, data, epsilon, delta, K, N_max, B, eta, n_out, second_moment, max_steps,
-                                  keep_draws)
-    core = _run_core(problem, data, prm, eps, dl, rng, 1, max_steps, keep_draws)
-    trace: dict[str, Any] = {k: core[k] for k in ("levels", "batch_sizes", "draws_per_step", "filter_spent")}
-    if keep_draws:
-        trace["draws"] = [d[0] for d in core["draws"]]
-    return Result(x=core["x"][0], y=core["y"][0], trace=trace, params=prm.as_dict(), ledger=core["ledger"],
+    data, prm, eps, dl = _resolve(problem, data, epsilon, delta, K, N_max, B, step_size, n_out, second_moment,
+                                  max_steps, accountant)
+    trace = check_bool(trace, "trace")
+    core = _run_core(problem, data, prm, eps, dl, rng, 1, max_steps, trace)
+    tr: dict[str, Any] = {k: core[k] for k in ("levels", "batch_sizes", "draws_per_step", "filter_spent")
+                          if k in core}
+    if trace:
+        tr["draws"] = [d[0] for d in core["draws"]]
+    return Result(x=core["x"][0], y=core["y"][0], trace=tr, params=prm.as_dict(), ledger=core["ledger"],
                   info=core["info"])
 
 
@@ -746,10 +811,11 @@ def run_bias_reduced_smd_saddle_many(
     K: int | None = None,
     N_max: int | None = None,
     B: int | None = None,
-    eta: float | None = None,
+    step_size: float | None = None,
     n_out: int = 1,
     second_moment: float | None = None,
     max_steps: int | None = None,
+    accountant: str = "filter",
 ) -> dict[str, Any]:
     """``n_runs`` replicas of Algorithm 3 on the same data, vectorized, sharing one level sequence (for audits).
 
@@ -764,74 +830,93 @@ def run_bias_reduced_smd_saddle_many(
     """
     rng = check_rng(rng)
     n_runs = check_int(n_runs, "n_runs", lo=1)
-    data, prm, eps, dl = _resolve(problem, data, epsilon, delta, K, N_max, B, eta, n_out, second_moment, max_steps,
-                                  True)
+    data, prm, eps, dl = _resolve(problem, data, epsilon, delta, K, N_max, B, step_size, n_out, second_moment,
+                                  max_steps, accountant)
     core = _run_core(problem, data, prm, eps, dl, rng, n_runs, max_steps, True)
     core["params"] = prm.as_dict()
     return core
 
 
-def _resolve(problem: Any, data: Any, epsilon: float, delta: float, K: Any, N_max: Any, B: Any, eta: Any,
-             n_out: Any, second_moment: Any, max_steps: Any, keep_draws: Any
+def _resolve(problem: Any, data: Any, epsilon: float, delta: float, K: Any, N_max: Any, B: Any, step_size: Any,
+             n_out: Any, second_moment: Any, max_steps: Any, accountant: Any
              ) -> tuple[Dataset, Alg3Params, float, float]:
-    data = check_saddle_data(problem, data)
-    n = data.n
     eps = check_epsilon(epsilon)
     dl = check_delta(delta, allow_zero=False)
+    data = check_saddle_data(problem, data)
+    n = data.n
+    accountant = _check_a3_accountant(accountant)
     n_out = check_int(n_out, "n_out", lo=1)
     if max_steps is not None:
         check_int(max_steps, "max_steps", lo=1)
-    if not isinstance(keep_draws, bool):
-        raise ValueError(f"keep_draws must be a bool, got {keep_draws!r}")
     if B is not None:
         B = check_int(B, "B", lo=1)
         if B > n:
             raise ValueError(f"B must be <= n = {n} (the level-0 batch), got {B}")
     prm = alg3_theory_params(n, (problem.dx, problem.dy), eps, dl, problem.L0, problem.L1,
-                             problem.L2 if math.isfinite(problem.L2) else 0.0, K=K, N_max=N_max, B=B, eta=eta,
-                             n_out=n_out, second_moment=second_moment)
+                             problem.L2 if math.isfinite(problem.L2) else 0.0, K=K, N_max=N_max, B=B,
+                             step_size=step_size, n_out=n_out, second_moment=second_moment, accountant=accountant)
     return data, prm, eps, dl
+
+
+class _DrawCap:
+    """The stopping rule of a fixed-count accountant: admit steps while the total draws stay <= ``cap``.
+
+    The interface of :class:`~dpsco_lib.privacy.accounting.AdvancedCompositionFilter` used by the loop."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.used = cap, 0
+
+    def try_spend_many(self, eps_m: float, *, count: int, all_or_nothing: bool) -> int:
+        if self.used + count > self.cap:
+            return 0
+        self.used += count
+        return count
+
+
+def _stopping_rule(prm: Alg3Params, eps: float, dl: float) -> AdvancedCompositionFilter | _DrawCap:
+    """The filter (``accountant="filter"``) or the draw cap of a fixed-count accountant (module docstring)."""
+    if prm.accountant == "filter":
+        return AdvancedCompositionFilter(eps, dl)
+    return _DrawCap(_draw_cap(prm.eps_draw, eps, dl, prm.accountant, prm.n_draws_design))
+
+
+def _initial_state(problem: SaddleProblem, m: int) -> np.ndarray:
+    """Log-states (m, 2, dm) of the uniform pair (x_1, y_1), padded with -inf to dm = max(dx, dy)."""
+    dx, dy = problem.dx, problem.dy
+    log_state = np.full((m, 2, max(dx, dy)), -np.inf)
+    log_state[:, 0, :dx] = -math.log(dx)
+    log_state[:, 1, :dy] = -math.log(dy)
+    return log_state
 
 
 def _run_core(problem: SaddleProblem, data: Dataset, prm: Alg3Params, eps: float, dl: float,
               rng: np.random.Generator, m: int, max_steps: int | None, keep_draws: bool) -> dict[str, Any]:
     """The while loop of Algorithm 3 for m replicas sharing the level sequence (m = 1: one run)."""
-    n = data.n
-    K_, eta_, n_out = prm.K, prm.eta, prm.n_out
+    n, K_, eta_, n_out = data.n, prm.K, prm.step_size, prm.n_out
     p = np.asarray(prm.level_probs)
     bn = np.asarray(prm.batch_sizes, dtype=np.int64)
-    eps_draw = prm.eps_draw
     dx, dy = problem.dx, problem.dy
-    dm = max(dx, dy)
-    log_state = np.full((m, 2, dm), -np.inf)
-    log_state[:, 0, :dx] = -math.log(dx)
-    log_state[:, 1, :dy] = -math.log(dy)
-    G = np.zeros((m, 2, dm))
-    sum_out = np.zeros((m, 2, dm))
-    filt = AdvancedCompositionFilter(eps, dl)
+    log_state = _initial_state(problem, m)
+    G = np.zeros_like(log_state)
+    sum_out = np.zeros_like(log_state)
+    stop = _stopping_rule(prm, eps, dl)
     levels: list[int] = []
     sizes: list[int] = []
     draws_count: list[int] = []
     spent: list[float] = []
     draws: list[np.ndarray] = []
-    used = 0
-    stopped_by = "max_steps"
-    refused_draws = 0
-    refused_level = -1
+    used, stopped_by, refused_draws, refused_level = 0, "max_steps", 0, -1
     cdf = _level_cdf(p)
     while max_steps is None or len(levels) < max_steps:
         N = int(_draw_levels(p, rng, 1, cdf)[0])
         b = int(bn[N])
         if used + b > n:
-            stopped_by = "data"
-            refused_level = N
+            stopped_by, refused_level = "data", N
             break
         m_t = 2 * ((2 ** (N + 1)) * K_ + n_out)
         # the step's m_t eps_draw-DP draws are offered to the filter all or nothing (O(1): equal steps)
-        if not filt.try_spend_many(eps_draw, count=m_t, all_or_nothing=True):
-            stopped_by = "filter"
-            refused_draws = m_t
-            refused_level = N
+        if not stop.try_spend_many(prm.eps_draw, count=m_t, all_or_nothing=True):
+            stopped_by, refused_draws, refused_level = "filter", m_t, N
             break
         batch = data[used : used + b]
         used += b
@@ -843,36 +928,116 @@ def _run_core(problem: SaddleProblem, data: Dataset, prm: Alg3Params, eps: float
         levels.append(N)
         sizes.append(b)
         draws_count.append(m_t)
-        spent.append(filt.spent)
+        if isinstance(stop, AdvancedCompositionFilter):
+            spent.append(stop.spent)
         if keep_draws:
             draws.append(idx)
     T = len(levels)
     if T:
-        x = sum_out[:, 0, :dx] / T
-        y = sum_out[:, 1, :dy] / T
+        x, y = sum_out[:, 0, :dx] / T, sum_out[:, 1, :dy] / T
     else:
         x, y = np.full((m, dx), 1.0 / dx), np.full((m, dy), 1.0 / dy)
-    D = int(sum(draws_count))
+    info = _run_info(prm, stop, eps, dl, T, stopped_by, used, sum(draws_count), refused_draws, refused_level)
+    out = {"x": x, "y": y, "draws": draws, "levels": np.asarray(levels, dtype=np.int64),
+           "batch_sizes": np.asarray(sizes, dtype=np.int64), "draws_per_step": np.asarray(draws_count, dtype=np.int64),
+           "ledger": _run_ledger(prm.eps_draw, info["n_draws"]), "info": info}
+    if isinstance(stop, AdvancedCompositionFilter):
+        out["filter_spent"] = np.asarray(spent)
+    return out
+
+
+def _run_ledger(eps_draw: float, n_draws: int) -> PrivacyLedger:
+    """What ran: the D realized vertex draws, each an eps_draw-DP exponential mechanism (Prop 3.17)."""
     led = PrivacyLedger()
-    if D:
-        led.record_exponential(eps_draw, count=D, label="Alg 3 vertex draws (Prop 3.17, realized)")
-    info = {
+    if n_draws:
+        led.record(_draws_event(eps_draw, n_draws))
+    return led
+
+
+def _run_info(prm: Alg3Params, stop: AdvancedCompositionFilter | _DrawCap, eps: float, dl: float, T: int,
+              stopped_by: str, used: int, n_draws: int, refused_draws: int, refused_level: int) -> dict[str, Any]:
+    info: dict[str, Any] = {
         "method": "Algorithm 3 (GGP24), SMD with bias-reduced vertex sampling and random stopping",
         "steps": T,
         "stopped_by": stopped_by,
         "records_used": used,
-        "n_draws": D,
+        "n_draws": int(n_draws),
         "refused_draws": refused_draws,
         "refused_level": refused_level,
         "target_epsilon": eps,
         "delta": dl,
-        "filter_spent": filt.spent,
-        # the filter's spend sqrt(2 log(1/delta) D eps_draw^2) + D eps_draw^2/2 <= epsilon (WRRW23; for the realized
-        # sequence also a fixed-k bound); ledger.epsilon(delta) re-certifies (KOV15, optimal, costs O(D))
-        "certified_epsilon": filt.spent,
+        "accountant": prm.accountant,
     }
-    return {
-        "x": x, "y": y, "draws": draws, "levels": np.asarray(levels, dtype=np.int64),
-        "batch_sizes": np.asarray(sizes, dtype=np.int64), "draws_per_step": np.asarray(draws_count, dtype=np.int64),
-        "filter_spent": np.asarray(spent), "ledger": led, "info": info,
-    }
+    if isinstance(stop, AdvancedCompositionFilter):
+        # the filter's own statement sqrt(2 log(1/delta) D eps_draw^2) + D eps_draw^2/2 <= epsilon (WRRW23); the
+        # certificate is the ledger's (result.certified_epsilon(delta))
+        info["filter_spent"] = stop.spent
+    else:
+        info["draw_cap"] = stop.cap
+    return info
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Algorithm 3: the readable reference loop
+# ---------------------------------------------------------------------------------------------------------
+def run_bias_reduced_smd_saddle_reference(
+    problem: SaddleProblem,
+    data: Dataset,
+    *,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    K: int | None = None,
+    N_max: int | None = None,
+    B: int | None = None,
+    step_size: float | None = None,
+    n_out: int = 1,
+    second_moment: float | None = None,
+    max_steps: int | None = None,
+    accountant: str = "filter",
+) -> Result:
+    r"""Algorithm 3 written as the paper states it, one step at a time (the reference of the fast path, Spec A3).
+
+    Same arguments, same random stream and same output as :func:`run_bias_reduced_smd_saddle` (bit for bit when
+    dx = dy; the fast loop pads both players to max(dx, dy), which may change the last bits otherwise): the
+    level is drawn by inversion of its cumulative law, the vertices of x and of y by the checked
+    :func:`~dpsco_lib.privacy.mechanisms.sample_categorical_log`, the gradients by the checked
+    ``grad_x``/``grad_y`` and ``ndarray.mean``, and the step by the checked
+    :func:`~dpsco_lib.geometry.mirror.entropic_step`.  No vectorization over replicas.  ``result.trace`` is None.
+    """
+    rng = check_rng(rng)
+    data, prm, eps, dl = _resolve(problem, data, epsilon, delta, K, N_max, B, step_size, n_out, second_moment,
+                                  max_steps, accountant)
+    K, n_out, eta = prm.K, prm.n_out, prm.step_size
+    p = np.asarray(prm.level_probs)
+    cdf = np.cumsum(p) / np.cumsum(p)[-1]
+    log_x, log_y = np.full(problem.dx, -math.log(problem.dx)), np.full(problem.dy, -math.log(problem.dy))
+    sum_x, sum_y = np.zeros(problem.dx), np.zeros(problem.dy)
+    stop, used, T, n_draws = _stopping_rule(prm, eps, dl), 0, 0, 0
+    while max_steps is None or T < max_steps:
+        N = min(int(np.searchsorted(cdf, rng.random(1), side="right")[0]), p.size - 1)  # N ~ TruncGeom(N_max)
+        b = prm.batch_sizes[N]
+        m = (2 ** (N + 1)) * K
+        if used + b > data.n or not stop.try_spend_many(prm.eps_draw, count=2 * (m + n_out), all_or_nothing=True):
+            break
+        batch, used, T, n_draws = data[used : used + b], used + b, T + 1, n_draws + 2 * (m + n_out)
+        ix = sample_categorical_log(log_x, rng=rng, size=m + n_out)
+        iy = sample_categorical_log(log_y, rng=rng, size=m + n_out)
+
+        def maurey(idx: np.ndarray, d: int) -> np.ndarray:  # the average of the vertices e_i, i in idx
+            return np.bincount(idx, minlength=d) / idx.size
+
+        positions = (slice(0, K), slice(0, m), slice(0, m, 2), slice(1, m, 2))  # first K, all, odd, even
+        X = np.stack([maurey(ix[s], problem.dx) for s in positions])
+        Y = np.stack([maurey(iy[s], problem.dy) for s in positions])
+        gx = problem.grad_x(X, Y, batch).mean(axis=1)  # (4, dx): g(first K), g(all), g(O), g(E)
+        gy = problem.grad_y(X, Y, batch).mean(axis=1)
+        Gx = gx[0] + (gx[1] - 0.5 * (gx[2] + gx[3])) / p[N]
+        Gy = gy[0] + (gy[1] - 0.5 * (gy[2] + gy[3])) / p[N]
+        sum_x += maurey(ix[m:], problem.dx)
+        sum_y += maurey(iy[m:], problem.dy)
+        log_x, log_y = entropic_step(log_x, Gx, eta), entropic_step(log_y, -Gy, eta)
+    x = sum_x / T if T else np.full(problem.dx, 1.0 / problem.dx)
+    y = sum_y / T if T else np.full(problem.dy, 1.0 / problem.dy)
+    return Result(x=x, y=y, params=prm.as_dict(), ledger=_run_ledger(prm.eps_draw, n_draws),
+                  info={"steps": T, "records_used": used, "n_draws": n_draws})
