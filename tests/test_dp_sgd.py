@@ -176,6 +176,7 @@ def test_epsilons_dict_and_noise_solver():
         ({"accountant": "kov"}, "kov"),
         ({"trace": 1}, "trace"),
         ({"trace_every": 0}, "trace_every"),
+        ({"average": "yes"}, "average"),
     ],
 )
 def test_bad_inputs(kw, name):

@@ -175,6 +175,7 @@ def run_dp_sgd(
     T = check_int(steps, "steps", lo=1)
     C = check_positive(clip, "clip")
     eta = check_positive(step_size, "step_size")
+    average = check_bool(average, "average")
     trace = check_bool(trace, "trace")
     trace_every = check_int(trace_every, "trace_every", lo=1)
     factor = check_positive(_noise_factor, "_noise_factor")
@@ -192,7 +193,7 @@ def run_dp_sgd(
         x=out,
         trace=tr,
         params={"noise_multiplier": sigma, "sampling_rate": q, "steps": T, "clip": C, "step_size": eta,
-                "average": bool(average), "normalizer": denom, "accountant": accountant},
+                "average": average, "normalizer": denom, "accountant": accountant},
         ledger=led,
         info={"mean_batch_size": stats[0], "n_clipped": stats[1], "method": "dp_sgd",
               "noise_factor_hook": factor},
