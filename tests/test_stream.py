@@ -10,6 +10,7 @@ of memory; bad n, rng and block_size raise errors naming the parameter.  Does no
 from __future__ import annotations
 
 import math
+import pickle
 import tracemalloc
 
 import numpy as np
@@ -303,3 +304,13 @@ def test_block_sampler_is_the_least_squares_sampler_protocol() -> None:
     X, y = problem.sampler(3, np.random.default_rng(0))
     assert X.shape == (3, 4) and y.shape == (3,)
     problem.validate_data(problem.stream(500, np.random.default_rng(1), 64).materialize())
+
+
+@pytest.mark.parametrize("family", ["ls_p1_simplex", "ls_pinf_box", "softmax"])
+def test_streams_pickle_and_replay(family: str) -> None:
+    """A block-sampler stream can be sent to a worker process (joblib / dask) and yields the same blocks there
+    (an in-memory fallback stream holds a Dataset, which does not pickle: its extras are a mappingproxy)."""
+    stream = FAMILIES[family]().stream(20, np.random.default_rng(6), 3)
+    copy = pickle.loads(pickle.dumps(stream))
+    assert (copy.n, copy.d, copy.block_size, copy.bounded_memory) == (20, stream.d, 3, True)
+    assert _same(copy.materialize(), stream.materialize())

@@ -14,7 +14,8 @@ Guarantees (checked by tests/test_stream.py):
   iteration starts again from that copy, so two passes yield identical blocks;
 - **memory**: when ``bounded_memory`` is True (the problem declares a :class:`BlockSampler`) a pass holds
   O(block_size x d) memory: one block plus O(2^18) entries of raw draws;
-- randomness comes only from the numpy ``Generator`` passed in.
+- randomness comes only from the numpy ``Generator`` passed in;
+- a memory-bounded stream pickles (it holds the sampler and the rng snapshot), so it can go to a worker.
 
 How bit-identity is achieved.  A :class:`BlockSampler` draws its randomness as a fixed sequence of integer
 calls (:class:`IntegerDraw`: ``rng.integers(low, high, size=(n,) or (n, width))``) and builds each record
@@ -219,12 +220,7 @@ class DataStream:
         if not isinstance(data, Dataset):
             raise TypeError(f"data must be a dpsco_lib.problems.Dataset, got {type(data).__name__}")
         block_size = check_int(block_size, "block_size", lo=1)
-
-        def blocks() -> Iterator[Dataset]:
-            for lo in range(0, data.n, block_size):
-                yield data[lo:lo + block_size]
-
-        return cls(data.n, data.d, block_size, blocks, bounded_memory=False)
+        return cls(data.n, data.d, block_size, _DatasetBlocks(data, block_size), bounded_memory=False)
 
     @property
     def n(self) -> int:
@@ -323,11 +319,32 @@ def problem_stream(problem: Any, n: int, rng: np.random.Generator, block_size: i
         return DataStream.from_dataset(problem.sample(n, rng), block_size)
     snapshot = copy.deepcopy(rng)
     sampler.skip(n, rng)
+    return DataStream(n, d, block_size, _SamplerBlocks(sampler, n, block_size, snapshot), bounded_memory=True)
 
-    def blocks() -> Iterator[Dataset]:
-        return sampler.blocks(n, block_size, copy.deepcopy(snapshot))
 
-    return DataStream(n, d, block_size, blocks, bounded_memory=True)
+@dataclass(frozen=True)
+class _SamplerBlocks:
+    """One pass of a block sampler from a private copy of the rng snapshot (picklable, unlike a closure)."""
+
+    sampler: BlockSampler
+    n: int
+    block_size: int
+    snapshot: np.random.Generator
+
+    def __call__(self) -> Iterator[Dataset]:
+        return self.sampler.blocks(self.n, self.block_size, copy.deepcopy(self.snapshot))
+
+
+@dataclass(frozen=True)
+class _DatasetBlocks:
+    """One pass over an in-memory dataset: row views of at most ``block_size`` records."""
+
+    data: Dataset
+    block_size: int
+
+    def __call__(self) -> Iterator[Dataset]:
+        for lo in range(0, self.data.n, self.block_size):
+            yield self.data[lo:lo + self.block_size]
 
 
 def _data_dim(problem: Any) -> int:
