@@ -22,6 +22,7 @@ from dpsco_lib.algorithms.boosted_saddle import (
 from dpsco_lib.algorithms.private_smd_saddle import run_private_smd_saddle
 from dpsco_lib.algorithms.vr_frank_wolfe import run_private_vr_frank_wolfe
 from dpsco_lib.privacy.accounting import ParallelEvent, PrivacyLedger
+from dpsco_lib.privacy.accounting.ledger import certify_events
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.games import BilinearGame, random_bilinear_game, random_quadratic_game
 
@@ -63,7 +64,7 @@ def test_theory_terms_closed_form():
 @pytest.mark.parametrize(("n", "k", "fr"), [(1000, 3, (0.5, 0.25, 0.25)), (777, 5, (0.6, 0.3, 0.1)),
                                             (97, 1, (0.2, 0.5, 0.3))])
 def test_split_is_a_partition(n, k, fr):
-    sp = alg4_split(n, k, fr)
+    sp = alg4_split(n, k=k, fractions=fr)
     parts = [*sp["candidate"], *sp["best_response"], sp["gap"]]
     assert len(parts) == 3 * k + 1
     cover = np.concatenate([np.arange(a, b) for a, b in parts])
@@ -79,15 +80,15 @@ def test_best_response_problem_oracle():
     g = random_quadratic_game(4, 3, rng)
     data = g.sample(50, rng)
     x0, y0 = rng.dirichlet(np.ones(4)), rng.dirichlet(np.ones(3))
-    by = best_response_problem(g, "y", x0)
-    bx = best_response_problem(g, "x", y0)
+    by = best_response_problem(g, player="y", other=x0)
+    bx = best_response_problem(g, player="x", other=y0)
     np.testing.assert_allclose(by.loss(y0, data), -g.loss(x0, y0, data), rtol=1e-14)
     np.testing.assert_allclose(by.grad(y0, data), -g.grad_y(x0, y0, data), rtol=1e-14)
     np.testing.assert_allclose(bx.loss(x0, data), g.loss(x0, y0, data), rtol=1e-14)
     np.testing.assert_allclose(bx.grad(x0, data), g.grad_x(x0, y0, data), rtol=1e-14)
     assert by.population_risk(y0) == pytest.approx(-g.population_value(x0, y0), rel=1e-13)
     assert by.L0 == g.L0 and by.L1 == g.L1  # a quadratic game keeps its L1
-    assert best_response_problem(random_bilinear_game(3, 3, rng), "y", np.ones(3) / 3).L1 == 0.0  # linear
+    assert best_response_problem(random_bilinear_game(3, 3, rng), player="y", other=np.ones(3) / 3).L1 == 0.0  # linear
 
 
 def test_private_best_response_converges(game):
@@ -96,7 +97,8 @@ def test_private_best_response_converges(game):
     rng = np.random.default_rng(5)
     x0 = rng.dirichlet(np.ones(g.dx))
     big = g.sample(40_000, rng)
-    res = run_private_vr_frank_wolfe(best_response_problem(g, "y", x0), big, epsilon=1.0, delta=1e-6, rng=rng, depth=1)
+    res = run_private_vr_frank_wolfe(best_response_problem(g, player="y", other=x0), big, epsilon=1.0, delta=1e-6,
+                                     rng=rng, depth=1)
     _, vmax = g.best_response_y(x0)
     assert vmax - g.population_value(x0, res.x) < 0.02
 
@@ -111,7 +113,7 @@ def test_estimate_gaps_exact():
     yh = np.array([[1.0, 0.0], [0.0, 1.0]])
     # noise 0: G^_i = x_i^T A y^_i - x^_i^T A y_i exactly
     want = [xs[i] @ A @ yh[i] - xh[i] @ A @ ys[i] for i in range(2)]
-    np.testing.assert_allclose(estimate_gaps(g, xs, ys, xh, yh, data), want, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(estimate_gaps(g, xs=xs, ys=ys, x_hat=xh, y_hat=yh, data=data), want, rtol=0, atol=1e-15)
 
 
 # ------------------------------------------------------------------ selection (exponential mechanism)
@@ -146,12 +148,27 @@ def test_ledger_certifies_target(game, eps, delta, n):
     g, data = game
     res = run_boosted_saddle(g, data[:n], epsilon=eps, delta=delta, rng=np.random.default_rng(1), k=3, **ALG1)
     led = res.ledger
-    assert res.info["certified_epsilon"] == led.epsilon(delta) <= eps
-    assert res.info["parallel_epsilon"] <= eps
+    assert "certified_epsilon" not in res.info and res.certified_epsilon(delta) == led.epsilon(delta) <= eps
+    # parallel composition: every part alone certifies at most the target
+    assert max(certify_events(part, delta, "best") for part in led.events[0].parts) <= eps
     assert len(led.events) == 1 and isinstance(led.events[0], ParallelEvent)
     assert len(led.events[0].parts) == 3 * 3 + 1  # k inner, 2k Frank-Wolfe, 1 selection
     assert 0.1 <= res.params["budget_fraction"] <= 1.0
     assert res.params["epsilon_selection"] == pytest.approx(res.params["budget_fraction"] * eps)
+
+
+@pytest.mark.parametrize("accountant", ["best", "rdp", "advanced", "paper"])
+def test_budget_fraction_is_calibrated_by_the_accountant(game, accountant):
+    """c is the largest grid value whose parallel block the chosen accountant certifies (the events recorded)."""
+    from dpsco_lib.algorithms.boosted_saddle import _C_GRID
+
+    g, data = game
+    res = run_boosted_saddle(g, data[:3000], epsilon=1.0, delta=1e-6, rng=np.random.default_rng(2), k=2,
+                             accountant=accountant, **ALG1)
+    method = "advanced" if accountant == "paper" else accountant
+    c = res.params["budget_fraction"]
+    assert c in _C_GRID and res.params["accountant"] == accountant
+    assert res.certified_epsilon(1e-6, method) <= 1.0 and res.certified_epsilon(1e-6) <= 1.0
 
 
 def _run(g, data, seed, **kw):
@@ -250,6 +267,7 @@ def test_bad_inputs(game):
         ({"score_sensitivity": "exact"}, "score_sensitivity"),
         ({"best_response_kwargs": {"eta": 0.1}}, "best_response_kwargs"),
         ({"best_response_L1": -1.0}, "best_response_L1"),
+        ({"accountant": "optimal"}, "accountant"),
         ({"loss_bound": 0.0}, "loss_bound"),
         ({"inner": 5}, "inner"),
     ]
@@ -267,7 +285,7 @@ def test_bad_inputs(game):
     with pytest.raises(ValueError, match="PrivacyLedger"):
         run_boosted_saddle(g, S, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(0), k=2, inner=no_ledger)
     with pytest.raises(ValueError, match="player"):
-        best_response_problem(g, "z", np.ones(g.dx) / g.dx)
+        best_response_problem(g, player="z", other=np.ones(g.dx) / g.dx)
     with pytest.raises(ValueError, match="estimated_gaps"):
         select_candidate(np.array([0.0, np.nan]), sensitivity=1.0, epsilon=1.0, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="sensitivity"):
@@ -304,7 +322,7 @@ def test_success_probability_boost():
         cg = [g.duality_gap(x, y) for x, y in zip(res.info["candidates_x"], res.info["candidates_y"], strict=True)]
         cand_wins += sum(c < bad_gap / 2 for c in cg)
         cands += len(cg)
-        assert res.info["certified_epsilon"] <= 1.0
+        assert res.certified_epsilon(1e-6) <= 1.0
     assert stats.binomtest(wins, 80, 0.75, alternative="greater").pvalue < 1e-3, wins
     assert stats.binomtest(cand_wins, cands, 0.5).pvalue > 1e-3, (cand_wins, cands)
 
@@ -314,7 +332,7 @@ def test_default_inner_is_algorithm_3(game):
     g, data = game
     res = run_boosted_saddle(g, data[:3000], epsilon=1.0, delta=1e-6, rng=np.random.default_rng(4), k=2)
     assert res.info["inner"] == "run_bias_reduced_smd_saddle"
-    assert res.info["certified_epsilon"] == res.ledger.epsilon(1e-6) <= 1.0
+    assert res.certified_epsilon(1e-6) == res.ledger.epsilon(1e-6) <= 1.0
 
 
 def test_inner_over_budget_raises(game):

@@ -35,15 +35,20 @@ eps_fw, eps_sel), delta)-DP and by parallel composition (McSherry 2009) so is th
 this: one :class:`~dpsco_lib.privacy.accounting.ParallelEvent` with the k inner ledgers, the 2k Frank-Wolfe ledgers
 and the selection (an eps_sel exponential mechanism).
 
-Budget of steps 2 and 4.  The ledger certifies a parallel block by each accountant's *worst part* (maximum
-of the per-method statistics: DRV sums, RDP curves), which can exceed the maximum of the parts' individual
-certificates when different parts are tight for different accountants (e.g. the inner solver by DRV, the
-selection by the pure-DP bound).  To keep ``ledger.epsilon(delta) <= epsilon`` the Frank-Wolfe runs and the
-selection use eps_fw = eps_sel = c * epsilon with c the largest value in a fixed grid (1, 0.995, 0.99, ...)
-for which the whole ledger certifies the target (c = 0.93-1 in the tests and notebook 11).  Choosing c after the
-inner runs is valid because their ledgers (what ran) depend on public parameters and the solvers' internal
-randomness only, not on the data (true for Algorithms 1 and 3).  ``info["parallel_epsilon"]`` is the
-parallel-composition certificate max over parts of ``part.epsilon(delta)`` (<= the ledger's).
+Budget of steps 2 and 4 (split, calibrate, record).  The ledger certifies a parallel block by each accountant's
+*worst part* (maximum of the per-method statistics: DRV sums, RDP curves), which can exceed the maximum of the
+parts' individual certificates when different parts are tight for different accountants (e.g. the inner solver by
+DRV, the selection by the pure-DP bound).  To keep ``result.certified_epsilon(delta) <= epsilon`` the Frank-Wolfe
+runs and the selection use eps_fw = eps_sel = c * epsilon with c the largest value in a fixed grid
+(1, 0.995, 0.99, 0.98, 0.96, ...) for which the parallel block of the exact events the run records (the inner
+ledgers, the Frank-Wolfe ledgers their theory parameters plan, the selection) certifies the target under
+``accountant`` (default ``"best"``, the tightest valid accountant and the one the ledger is read with): one
+:func:`~dpsco_lib.privacy.accounting.budget.calibrate` over the grid index (c = 0.93-1 in the tests and
+notebook 11).  Choosing c after the inner runs is valid because their ledgers (what ran) depend on public
+parameters and the solvers' internal randomness only, not on the data (true for Algorithms 1 and 3).  The
+parallel-composition bound, the maximum over parts of each part's own certificate, is at most the ledger's.
+Accountants that do not apply to a heterogeneous parallel block (``"kov"``, ``"gdp"``, ``"pld"``) raise
+``ValueError``.
 
 Accuracy (Thm 3.20; the derivation behind :func:`alg4_theory_params`).  Four events, each failing with
 probability at most beta/4:
@@ -96,11 +101,14 @@ from dpsco_lib.algorithms.vr_frank_wolfe import (
 )
 from dpsco_lib.geometry.norms import lp_norm
 from dpsco_lib.geometry.sets import vertex_oracle
-from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.budget import calibrate, check_accountant
+from dpsco_lib.privacy.accounting.events import DpEvent
+from dpsco_lib.privacy.accounting.ledger import PrivacyLedger, certify_events
 from dpsco_lib.privacy.mechanisms import exponential_mechanism_log_probs, sample_categorical_log
-from dpsco_lib.problems.base import Problem, SaddleProblem
+from dpsco_lib.problems.base import SaddleProblem
+from dpsco_lib.problems.best_response import BestResponseProblem, best_response_problem, partial_smoothness
 from dpsco_lib.problems.dataset import Dataset
-from dpsco_lib.problems.games import BilinearGame
+from dpsco_lib.problems.games import check_saddle_data
 
 __all__ = [
     "SCORE_SENSITIVITIES",
@@ -202,7 +210,7 @@ def _check_fractions(fractions: Any) -> tuple[float, float, float]:
     return fr  # type: ignore[return-value]
 
 
-def alg4_split(n: int, k: int, fractions: Any = DEFAULT_FRACTIONS) -> dict[str, Any]:
+def alg4_split(n: int, *, k: int, fractions: Any = DEFAULT_FRACTIONS) -> dict[str, Any]:
     """The data-independent partition of positions 0..n-1 used by Algorithm 4 (Spec A4).
 
     ``n_c = floor(f_c n/k)`` records per candidate, ``n_b = floor(f_b n/(2k))`` per best-response run, the
@@ -295,7 +303,7 @@ def alg4_theory_params(
     r = check_positive(diameter_sum, "diameter_sum") * L0
     if loss_bound is not None:
         r = min(r, 2.0 * check_positive(loss_bound, "loss_bound"))
-    split = alg4_split(n, k, fr)
+    split = alg4_split(n, k=k, fractions=fr)
     n_g = split["n_gap"]
     sens = 2.0 * r / n_g
     return Alg4Params(
@@ -307,95 +315,9 @@ def alg4_theory_params(
     )
 
 
-# ---------------------------------------------------------------------------------------------------------
-# best responses as convex problems (for Spec F2)
-# ---------------------------------------------------------------------------------------------------------
-class _BestResponse(Problem):
-    """w -> -f(x0, w; z) over Y (player "y") or w -> f(w, y0; z) over X (player "x"), as a convex Problem.
-
-    Records are those of the saddle problem (validated by it).  L0 is the saddle problem's L0 (the partial
-    gradient is one block of the joint gradient); L1 is the smoothness of the partial function.
-    """
-
-    exact_population = True
-    convex = True
-
-    def __init__(self, saddle: SaddleProblem, player: str, other: np.ndarray, L1: float) -> None:
-        self.saddle = saddle
-        self.player = player
-        self.other = other
-        if player == "y":
-            self.feasible_set, self.p = saddle.y_set, 1.0
-        else:
-            self.feasible_set, self.p = saddle.x_set, float(saddle.p)
-        self.L0, self.L1, self.L2 = float(saddle.L0), float(L1), float(saddle.L2)
-        self.needs_labels = saddle.needs_labels
-        self.spec = "A4"
-        self._cache = {}
-
-    def _data(self, data: Any) -> Dataset:
-        return self.saddle._data(data)
-
-    def _pair(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return (self.other, w) if self.player == "y" else (w, self.other)
-
-    def _loss(self, w: np.ndarray, data: Dataset) -> np.ndarray:
-        x, y = self._pair(w)
-        v = self.saddle._loss(x, y, data)
-        return -v if self.player == "y" else v
-
-    def _grad(self, w: np.ndarray, data: Dataset) -> np.ndarray:
-        x, y = self._pair(w)
-        if self.player == "y":
-            return -self.saddle._grad_y(x[None], y[None], data)[0]
-        return self.saddle._grad_x(x[None], y[None], data)[0]
-
-    def _sample(self, n: int, rng: np.random.Generator) -> Dataset:
-        return self.saddle._sample(n, rng)
-
-    def _row_violation(self, data: Dataset) -> np.ndarray:
-        return self.saddle._row_violation(data)
-
-    def _clip_rows(self, data: Dataset, bad: np.ndarray) -> Dataset:
-        return self.saddle._clip_rows(data, bad)
-
-    def _population_risk(self, w: np.ndarray) -> float:
-        x, y = self._pair(w)
-        v = float(self.saddle._population_value(x, y))
-        return -v if self.player == "y" else v
-
-    def _population_grad(self, w: np.ndarray) -> np.ndarray:  # pragma: no cover - not needed by Spec F2
-        raise NotImplementedError("the population gradient of a best-response problem is not available")
-
-
-def _partial_smoothness(problem: SaddleProblem, value: float | None) -> float:
-    if value is not None:
-        return check_positive(value, "best_response_L1", allow_zero=True)
-    # f(x, .; z) and f(., y; z) are linear for a bilinear game: the partial functions have L1 = 0 exactly
-    return 0.0 if isinstance(problem, BilinearGame) else float(problem.L1)
-
-
-def best_response_problem(problem: SaddleProblem, player: str, other: Any, *, L1: float | None = None) -> Problem:
-    """The convex problem whose minimizer is a best response (Spec A4, step 2).
-
-    ``player="y"``: min_{w in Y} -F(x0, w) (records z give -f(x0, w; z)), ``other`` = x0;
-    ``player="x"``: min_{w in X} F(w, y0), ``other`` = y0.  Constants: L0 of the saddle problem; ``L1`` the
-    smoothness of the partial function (default: 0 for :class:`BilinearGame`, whose partial functions are
-    linear, else the saddle problem's L1, always a valid bound).
-    """
-    if not isinstance(problem, SaddleProblem):
-        raise ValueError(f"problem must be a SaddleProblem, got {type(problem).__name__}")
-    if player == "y":
-        o = problem._feasible(problem._pt(other, problem.dx, "other"), problem.x_set, "other")
-    elif player == "x":
-        o = problem._feasible(problem._pt(other, problem.dy, "other"), problem.y_set, "other")
-    else:
-        raise ValueError(f"player must be 'x' or 'y', got {player!r}")
-    return _BestResponse(problem, player, o, _partial_smoothness(problem, L1))
-
-
 def estimate_gaps(
     problem: SaddleProblem,
+    *,
     xs: np.ndarray,
     ys: np.ndarray,
     x_hat: np.ndarray,
@@ -443,7 +365,7 @@ def select_candidate(
 
 
 # ---------------------------------------------------------------------------------------------------------
-# privacy bookkeeping
+# privacy: split, calibrate, record
 # ---------------------------------------------------------------------------------------------------------
 @lru_cache(maxsize=1024)
 def _fw_plan(n_b: int, n_vertices: int, epsilon: float, delta: float, L0: float, L1: float, D: float,
@@ -451,7 +373,8 @@ def _fw_plan(n_b: int, n_vertices: int, epsilon: float, delta: float, L0: float,
     """(depth, per-depth budgets) that :func:`run_private_vr_frank_wolfe` will use (its ledger, without running)."""
     prm = vr_frank_wolfe_theory_params(n_b, n_vertices, epsilon, delta, L0, L1, D, depth=depth,
                                        batch_size=batch_size, step_size=step_size)
-    return int(prm["depth"]), tuple(float(e) for e in prm["depth_epsilons"])
+    get = prm.__getitem__ if isinstance(prm, Mapping) else prm.__getattribute__
+    return int(get("depth")), tuple(float(e) for e in get("depth_epsilons"))
 
 
 def _selection_ledger(eps_sel: float) -> PrivacyLedger:
@@ -460,19 +383,38 @@ def _selection_ledger(eps_sel: float) -> PrivacyLedger:
     return led
 
 
-def _parallel_epsilon(parts: list[PrivacyLedger], delta: float) -> float:
-    """max over parts of ``part.epsilon(delta)`` (the parallel-composition certificate), each distinct ledger
-    evaluated once (the inner runs, and the Frank-Wolfe runs, usually have identical ledgers)."""
-    seen: dict[tuple, float] = {}
-    for lg in parts:
-        key = lg.events
-        if key not in seen:
-            seen[key] = lg.epsilon(delta)
-    return max(seen.values())
-
-
 def _combine(inner: list[PrivacyLedger], fw: list[PrivacyLedger], sel: PrivacyLedger) -> PrivacyLedger:
     return PrivacyLedger.parallel(*inner, *fw, sel, label="Algorithm 4: disjoint parts (parallel composition)")
+
+
+def _split_fraction(inner: list[PrivacyLedger], fw_ledgers: Callable[[float], list[PrivacyLedger]], eps: float,
+                    dl: float, accountant: str) -> float:
+    """The fraction c of epsilon for the Frank-Wolfe runs and the selection: the largest c in :data:`_C_GRID`
+    whose parallel block (the exact events the run records) ``accountant`` certifies at (eps, dl) (``"paper"``:
+    DRV10, the composition of the papers' proofs).
+
+    :func:`~dpsco_lib.privacy.accounting.budget.calibrate` solves over the grid index (discrete; the certificate
+    decreases along the grid)."""
+
+    def make_event(j: float) -> DpEvent:
+        c = _C_GRID[min(max(int(j), 0), len(_C_GRID) - 1)]
+        return _combine(inner, fw_ledgers(c * eps), _selection_ledger(c * eps)).events[0]
+
+    method = "advanced" if accountant == "paper" else accountant  # the papers' proofs compose by DRV10
+
+    def certified(j: int) -> float:
+        return certify_events((make_event(j),), dl, method)
+
+    if certified(0) <= eps:
+        return _C_GRID[0]
+    if certified(len(_C_GRID) - 1) > eps:
+        raise RuntimeError(
+            "the inner ledgers already combine to more than epsilon in the ledger's parallel rule (max of "
+            f"per-method statistics); max over inner parts = {max(lg.epsilon(dl, accountant) for lg in inner)!r}"
+        )
+    cal = calibrate(make_event, epsilon=eps, delta=dl, accountant=method,
+                    bracket=(1.0, float(len(_C_GRID) - 1)), increasing=False, discrete=True)
+    return _C_GRID[int(cal.value)]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -497,6 +439,7 @@ def run_boosted_saddle(
     best_response_L1: float | None = None,
     loss_bound: float | None = None,
     score_sensitivity: str = "realized",
+    accountant: str = "best",
 ) -> Result:
     r"""Algorithm 4 of [GGP24]: (eps, delta)-DP saddle point with a high-probability gap (Spec A4, Thm 3.20).
 
@@ -523,7 +466,8 @@ def run_boosted_saddle(
         ``ledger``.  Default (``None``): Algorithm 3 via :func:`default_inner` (ImportError if unavailable; no
         silent fallback).
     inner_kwargs : mapping, optional
-        Extra keyword arguments of every inner run (e.g. ``{"regime": "quadratic"}`` for Algorithm 1).
+        Extra keyword arguments of every inner run (e.g. ``{"regime": "quadratic"}`` for Algorithm 1, or
+        ``{"accountant": "best"}`` to calibrate the inner runs with the tightest accountant).
     fractions : three positive floats summing to 1
         Shares of the candidate, best-response and gap parts (default 1/2, 1/4, 1/4).
     best_response_kwargs : mapping, optional
@@ -538,123 +482,139 @@ def run_boosted_saddle(
     score_sensitivity : {"realized", "a_priori"}
         Sensitivity of the gap estimates: 2 max_i r_i/n_g from the released candidates and best responses, or
         the data-independent 2 min(L0 (D_x + D_y), 2 M)/n_g.
+    accountant : str
+        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`: the accountant that certifies the
+        parallel block when the budget fraction c of the Frank-Wolfe runs and the selection is calibrated
+        (module docstring, "Budget of steps 2 and 4").  Default ``"best"``, the tightest valid accountant (the
+        minimum over the applicable ones), which is also how the ledger is read by default; the inner runs and
+        the Frank-Wolfe runs calibrate their own noise with their own defaults (``inner_kwargs``).
 
     Returns
     -------
     Result
         ``x, y`` the selected candidate; ``params`` (Alg4Params fields plus the budgets used); ``ledger`` (one
-        parallel block; ``ledger.epsilon(delta) <= epsilon``); ``info`` with every candidate, best response,
-        gap estimate, the selection log-probabilities, the selected index and the certificates.
+        parallel block; ``result.certified_epsilon(delta) <= epsilon``); ``info`` with every candidate, best
+        response, gap estimate, the selection log-probabilities and the selected index.
     """
-    if not isinstance(problem, SaddleProblem):
-        raise ValueError(f"problem must be a SaddleProblem, got {type(problem).__name__}")
-    if not isinstance(data, Dataset):
-        raise ValueError(f"data must be a dpsco_lib.problems.Dataset, got {type(data).__name__}")
-    rng = check_rng(rng)
-    eps = check_epsilon(epsilon)
-    dl = check_delta(delta, allow_zero=False)
-    if score_sensitivity not in SCORE_SENSITIVITIES:
-        raise ValueError(f"score_sensitivity must be one of {SCORE_SENSITIVITIES}, got {score_sensitivity!r}")
-    data = problem.validate_data(data)
-    d_sum = float(problem.x_set.diameter(problem.p)) + float(problem.y_set.diameter(1.0))
-    prm = alg4_theory_params(data.n, eps, problem.L0, beta=beta, k=k, fractions=fractions, loss_bound=loss_bound,
-                             diameter_sum=d_sum)
+    data, prm, eps, dl = _check_run(problem, data, epsilon, delta, rng, k, beta, fractions, loss_bound,
+                                    score_sensitivity)
+    accountant = check_accountant(accountant)
     solver = default_inner() if inner is None else inner
     if not callable(solver):
         raise ValueError(f"inner must be callable, got {type(solver).__name__}")
-    ikw = dict(inner_kwargs or {})
+    L1_br = partial_smoothness(problem, value=best_response_L1)
+    bkw = _fw_kwargs(best_response_kwargs, L1_br)
+    split = alg4_split(data.n, k=prm.k, fractions=prm.fractions)
+    # 1. candidates on disjoint parts
+    X, Y, inner_ledgers, inner_info = _candidates(problem, data, split, solver, dict(inner_kwargs or {}), eps, dl, rng)
+    # split and calibrate: budget c * epsilon of the Frank-Wolfe runs and of the selection
+    fw_geom = tuple((vertex_oracle(s)[0], float(s.diameter(p)))
+                    for s, p in ((problem.y_set, 1.0), (problem.x_set, float(problem.p))))
+
+    def fw_ledgers(eps_fw: float) -> list[PrivacyLedger]:
+        return _planned_fw_ledgers(problem, split, fw_geom, eps_fw, dl, L1_br, bkw, prm.k)
+
+    c_used = _split_fraction(inner_ledgers, fw_ledgers, eps, dl, accountant)
+    eps_aux = c_used * eps
+    # 2. private best responses (Spec F2) on disjoint parts
+    x_hat, y_hat, fw_led = _best_responses(problem, data, split, X, Y, L1_br, bkw, eps_aux, dl, rng)
+    # 3. gap estimates on the fresh part, 4. exponential-mechanism selection
+    ga, gb = split["gap"]
+    gaps_hat = estimate_gaps(problem, xs=X, ys=Y, x_hat=x_hat, y_hat=y_hat, data=data[ga:gb])
+    r_i, sens = _score_sensitivity(problem, X, Y, x_hat, y_hat, loss_bound, score_sensitivity, split, prm)
+    j_sel, logp = select_candidate(gaps_hat, sensitivity=sens, epsilon=eps_aux, rng=rng)
+    # record: one parallel block over the disjoint parts
+    ledger = _combine(inner_ledgers, fw_led, _selection_ledger(eps_aux))
+    params = prm.as_dict()
+    params.update({"epsilon_best_response": eps_aux, "epsilon_selection": eps_aux, "budget_fraction": c_used,
+                   "score_sensitivity_used": sens, "score_sensitivity_mode": score_sensitivity,
+                   "best_response_L1": L1_br, "accountant": accountant,
+                   "inner_params": inner_info[0] if inner_info else {}})
+    info = {
+        "method": "Algorithm 4 (GGP24): boosting by private gap estimation and exponential-mechanism selection",
+        "inner": getattr(solver, "__name__", repr(solver)), "target_epsilon": eps, "delta": dl,
+        "selected": j_sel, "candidates_x": X, "candidates_y": Y, "best_responses_x": x_hat,
+        "best_responses_y": y_hat, "estimated_gaps": gaps_hat, "score_ranges": r_i, "selection_log_probs": logp,
+        "split": split,
+    }
+    return Result(x=X[j_sel].copy(), y=Y[j_sel].copy(), params=params, ledger=ledger, info=info)
+
+
+def _check_run(problem: Any, data: Any, epsilon: Any, delta: Any, rng: Any, k: Any, beta: Any, fractions: Any,
+               loss_bound: Any, score_sensitivity: Any) -> tuple[Dataset, Alg4Params, float, float]:
+    """The public-boundary checks of :func:`run_boosted_saddle` and its theory parameters."""
+    eps = check_epsilon(epsilon)
+    dl = check_delta(delta, allow_zero=False)
+    check_rng(rng)
+    data = check_saddle_data(problem, data)
+    if score_sensitivity not in SCORE_SENSITIVITIES:
+        raise ValueError(f"score_sensitivity must be one of {SCORE_SENSITIVITIES}, got {score_sensitivity!r}")
+    d_sum = float(problem.x_set.diameter(problem.p)) + float(problem.y_set.diameter(1.0))
+    prm = alg4_theory_params(data.n, eps, problem.L0, beta=beta, k=k, fractions=fractions, loss_bound=loss_bound,
+                             diameter_sum=d_sum)
+    return data, prm, eps, dl
+
+
+def _fw_kwargs(best_response_kwargs: Mapping[str, Any] | None, L1_br: float) -> dict[str, Any]:
     bkw = dict(best_response_kwargs or {})
     unknown = set(bkw) - set(_FW_KEYS)
     if unknown:
         raise ValueError(f"best_response_kwargs accepts only {_FW_KEYS}, got {sorted(unknown)}")
-    L1_br = _partial_smoothness(problem, best_response_L1)
     if L1_br == 0.0 and "depth" not in bkw:
         # linear partial functions: no Frank-Wolfe optimization error, every extra leaf only splits the budget
         bkw["depth"] = 1
-    split = alg4_split(data.n, prm.k, prm.fractions)
-    K = prm.k
+    return bkw
 
-    # 1. candidates on disjoint parts
-    xs, ys, inner_ledgers, inner_info = [], [], [], []
+
+def _candidates(problem: SaddleProblem, data: Dataset, split: dict[str, Any], solver: InnerSolver,
+                ikw: dict[str, Any], eps: float, dl: float, rng: np.random.Generator
+                ) -> tuple[np.ndarray, np.ndarray, list[PrivacyLedger], list[dict[str, Any]]]:
+    """Step 1: the k inner runs on the candidate parts (in order, from the one ``rng``)."""
+    xs, ys, ledgers, infos = [], [], [], []
     for a, b in split["candidate"]:
         res = solver(problem, data[a:b], epsilon=eps, delta=dl, rng=rng, **ikw)
         if res.y is None or res.ledger is None:
             raise ValueError("inner must return a Result with both players (x, y) and a PrivacyLedger")
         xs.append(np.asarray(res.x, dtype=np.float64))
         ys.append(np.asarray(res.y, dtype=np.float64))
-        inner_ledgers.append(res.ledger)
-        inner_info.append({key: v for key, v in res.params.items() if np.isscalar(v)})
-    X, Y = np.vstack(xs), np.vstack(ys)
+        ledgers.append(res.ledger)
+        infos.append({key: v for key, v in res.params.items() if np.isscalar(v)})
+    return np.vstack(xs), np.vstack(ys), ledgers, infos
 
-    # budget c * epsilon of the Frank-Wolfe runs and the selection: largest c in the grid that the ledger certifies
-    fw_sets = [(problem.y_set, 1.0), (problem.x_set, float(problem.p))]
-    fw_geom = [(vertex_oracle(s)[0], float(s.diameter(p))) for s, p in fw_sets]
-    n_b = split["n_best_response"]
 
-    def fw_ledgers(eps_fw: float) -> list[PrivacyLedger]:
-        out = []
-        for nv, D in fw_geom:
-            depth, eps_j = _fw_plan(n_b, nv, eps_fw, dl, float(problem.L0), L1_br, D, bkw.get("depth"),
-                                    bkw.get("batch_size"), bkw.get("step_size"))
-            out.append(tree_ledger(np.array(eps_j), depth))
-        return out * K  # order y^, x^ per candidate (identical ledgers for all candidates)
+def _planned_fw_ledgers(problem: SaddleProblem, split: dict[str, Any], fw_geom: tuple[tuple[int, float], ...],
+                        eps_fw: float, dl: float, L1_br: float, bkw: dict[str, Any], k: int) -> list[PrivacyLedger]:
+    """The ledgers the 2k Frank-Wolfe runs at budget ``eps_fw`` will record (order y^, x^ per candidate)."""
+    out = []
+    for nv, D in fw_geom:
+        depth, eps_j = _fw_plan(split["n_best_response"], nv, eps_fw, dl, float(problem.L0), L1_br, D,
+                                bkw.get("depth"), bkw.get("batch_size"), bkw.get("step_size"))
+        out.append(tree_ledger(np.array(eps_j), depth))
+    return out * k  # identical ledgers for all candidates
 
-    c_used = None
-    for c in _C_GRID:
-        if _combine(inner_ledgers, fw_ledgers(c * eps), _selection_ledger(c * eps)).epsilon(dl) <= eps:
-            c_used = c
-            break
-    if c_used is None:
-        raise RuntimeError(
-            "the inner ledgers already combine to more than epsilon in the ledger's parallel rule (max of "
-            f"per-method statistics); max over inner parts = {_parallel_epsilon(inner_ledgers, dl)!r}"
-        )
-    eps_aux = c_used * eps
 
-    # 2. private best responses (Spec F2) on disjoint parts
+def _best_responses(problem: SaddleProblem, data: Dataset, split: dict[str, Any], X: np.ndarray, Y: np.ndarray,
+                    L1_br: float, bkw: dict[str, Any], eps_aux: float, dl: float, rng: np.random.Generator
+                    ) -> tuple[np.ndarray, np.ndarray, list[PrivacyLedger]]:
+    """Step 2: y^^i and x^^i by the private Frank-Wolfe of Spec F2 on the best-response parts."""
     x_hat, y_hat, fw_led = np.empty_like(X), np.empty_like(Y), []
-    for i in range(K):
+    for i in range(X.shape[0]):
         for player, j in (("y", 2 * i), ("x", 2 * i + 1)):
             a, b = split["best_response"][j]
-            other = X[i] if player == "y" else Y[i]
-            br = _BestResponse(problem, player, other, L1_br)
+            br = BestResponseProblem(problem, player, X[i] if player == "y" else Y[i], L1_br)
             res = run_private_vr_frank_wolfe(br, data[a:b], epsilon=eps_aux, delta=dl, rng=rng, **bkw)
             (y_hat if player == "y" else x_hat)[i] = res.x
             fw_led.append(res.ledger)
+    return x_hat, y_hat, fw_led
 
-    # 3. gap estimates on the fresh part, 4. exponential-mechanism selection
-    ga, gb = split["gap"]
-    gaps_hat = estimate_gaps(problem, X, Y, x_hat, y_hat, data[ga:gb])
+
+def _score_sensitivity(problem: SaddleProblem, X: np.ndarray, Y: np.ndarray, x_hat: np.ndarray, y_hat: np.ndarray,
+                       loss_bound: float | None, mode: str, split: dict[str, Any], prm: Alg4Params
+                       ) -> tuple[np.ndarray, float]:
+    """(r_i, Delta): the realized score ranges and the sensitivity the selection uses (module docstring)."""
     r_i = problem.L0 * (lp_norm(X - x_hat, problem.p, axis=1) + lp_norm(y_hat - Y, 1.0, axis=1))
     if loss_bound is not None:
         r_i = np.minimum(r_i, 2.0 * float(loss_bound))
-    if score_sensitivity == "realized":
-        sens = max(2.0 * float(np.max(r_i)) / split["n_gap"], _TINY)
-    else:
-        sens = prm.score_sensitivity
-    j_sel, logp = select_candidate(gaps_hat, sensitivity=sens, epsilon=eps_aux, rng=rng)
-
-    ledger = _combine(inner_ledgers, fw_led, _selection_ledger(eps_aux))
-    parts = [*inner_ledgers, *fw_led, _selection_ledger(eps_aux)]
-    params = prm.as_dict()
-    params.update({"epsilon_best_response": eps_aux, "epsilon_selection": eps_aux, "budget_fraction": c_used,
-                   "score_sensitivity_used": sens, "score_sensitivity_mode": score_sensitivity,
-                   "best_response_L1": L1_br, "inner_params": inner_info[0] if inner_info else {}})
-    info = {
-        "method": "Algorithm 4 (GGP24): boosting by private gap estimation and exponential-mechanism selection",
-        "inner": getattr(solver, "__name__", repr(solver)),
-        "target_epsilon": eps,
-        "delta": dl,
-        "certified_epsilon": ledger.epsilon(dl),
-        "parallel_epsilon": _parallel_epsilon(parts, dl),
-        "selected": j_sel,
-        "candidates_x": X,
-        "candidates_y": Y,
-        "best_responses_x": x_hat,
-        "best_responses_y": y_hat,
-        "estimated_gaps": gaps_hat,
-        "score_ranges": r_i,
-        "selection_log_probs": logp,
-        "split": split,
-    }
-    return Result(x=X[j_sel].copy(), y=Y[j_sel].copy(), params=params, ledger=ledger, info=info)
+    if mode == "realized":
+        return r_i, max(2.0 * float(np.max(r_i)) / split["n_gap"], _TINY)
+    return r_i, prm.score_sensitivity
