@@ -79,7 +79,7 @@ def test_exact_mean_telescopes(lse, K, N_max):
     """The law-of-total-expectation mean equals the plain Maurey mean with 2^{N_max+1} K vertices, and its bias
     is much smaller than that of plain sampling with the same expected number of draws."""
     f, x = lse
-    ex = bias_reduced_exact_mean(f.grad, x, K=K, N_max=N_max)
+    ex = bias_reduced_exact_mean(f.grad, x=x, K=K, N_max=N_max)
     top = maurey_exact_mean(f.grad, x, K * 2 ** (N_max + 1))
     np.testing.assert_allclose(ex["mean"], top, rtol=0, atol=1e-12)
     grad = f.grad(x)
@@ -96,7 +96,7 @@ def test_bias_halves_per_level(lse):
     f, x = lse
     grad = f.grad(x)
     nm = np.arange(3, 8)
-    b = [np.max(np.abs(bias_reduced_exact_mean(f.grad, x, K=1, N_max=int(k))["mean"] - grad)) for k in nm]
+    b = [np.max(np.abs(bias_reduced_exact_mean(f.grad, x=x, K=1, N_max=int(k))["mean"] - grad)) for k in nm]
     slope = np.polyfit(nm, np.log2(b), 1)[0]
     assert abs(slope + 1) < 0.1, slope
 
@@ -108,9 +108,9 @@ def test_sampler_matches_exact_mean(lse, level):
     Bonferroni over coordinates, false alarm 1e-3."""
     f, x = lse
     N_max, K, M = 3, 1, 60_000
-    est, levels = bias_reduced_estimate(f.grad, x, K=K, N_max=N_max, rng=np.random.default_rng(7), size=M,
+    est, levels = bias_reduced_estimate(f.grad, x=x, K=K, N_max=N_max, rng=np.random.default_rng(7), size=M,
                                         level=level)
-    ex = bias_reduced_exact_mean(f.grad, x, K=K, N_max=N_max)
+    ex = bias_reduced_exact_mean(f.grad, x=x, K=K, N_max=N_max)
     if level is None:
         target = ex["mean"]
         p = truncated_geometric_probabilities(N_max)
@@ -131,7 +131,7 @@ def test_second_moment_within_bound_and_linear(lse):
     grad = f.grad(x)
     m2 = {}
     for N_max in (0, 3, 6):
-        est, _ = bias_reduced_estimate(f.grad, x, K=1, N_max=N_max, rng=np.random.default_rng(N_max), size=40_000)
+        est, _ = bias_reduced_estimate(f.grad, x=x, K=1, N_max=N_max, rng=np.random.default_rng(N_max), size=40_000)
         m2[N_max] = float(np.mean(np.max(np.abs(est - grad), axis=1) ** 2))
         Z = 2 - 2.0**-N_max
         bound = 24 * Z * f.L1**2 * (math.log(f.d) + 0.5 * math.log(2)) * (N_max + 1)
@@ -147,7 +147,8 @@ def test_saddle_oracle_bilinear_is_first_point_gradient(game):
     x, y = np.full(6, 1 / 6), np.full(5, 1 / 5)
     Gx_all = g.mean_grad_x(np.repeat(np.eye(6), 5, axis=0), np.tile(np.eye(5), (6, 1)), batch)  # (30, 6)
     for lev in (0, 3):
-        o = bias_reduced_gradient(g, batch, x, y, K=1, N_max=3, rng=np.random.default_rng(lev), level=lev, n_out=2)
+        o = bias_reduced_gradient(g, batch=batch, x=x, y=y, K=1, N_max=3, rng=np.random.default_rng(lev), level=lev,
+                                  n_out=2)
         assert o.level == lev and o.n_draws == 2 ** (lev + 1) + 2
         assert o.p_level == pytest.approx(2.0**-lev / (2 - 2.0**-3))
         assert np.min(np.max(np.abs(Gx_all - o.gx), axis=1)) < 1e-12
@@ -401,16 +402,16 @@ def test_bad_problem_data_and_oracle_inputs(game, lse):
                                     rng=np.random.default_rng(0))
     x, y = np.full(6, 1 / 6), np.full(5, 1 / 5)
     with pytest.raises(ValueError, match="level must be"):
-        bias_reduced_gradient(g, data[:5], x, y, K=1, N_max=2, rng=np.random.default_rng(0), level=3)
+        bias_reduced_gradient(g, batch=data[:5], x=x, y=y, K=1, N_max=2, rng=np.random.default_rng(0), level=3)
     with pytest.raises(ValueError, match="sizes"):
-        bias_reduced_gradient(g, data[:5], y, x, K=1, N_max=2, rng=np.random.default_rng(0))
+        bias_reduced_gradient(g, batch=data[:5], x=y, y=x, K=1, N_max=2, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="sum to 1"):
-        bias_reduced_gradient(g, data[:5], 2 * x, y, K=1, N_max=2, rng=np.random.default_rng(0))
+        bias_reduced_gradient(g, batch=data[:5], x=2 * x, y=y, K=1, N_max=2, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="batch must be"):
-        bias_reduced_gradient(g, np.zeros((5, 11)), x, y, K=1, N_max=2, rng=np.random.default_rng(0))
+        bias_reduced_gradient(g, batch=np.zeros((5, 11)), x=x, y=y, K=1, N_max=2, rng=np.random.default_rng(0))
     f, xf = lse
     with pytest.raises(ValueError, match="size must be"):
-        bias_reduced_estimate(f.grad, xf, K=1, N_max=2, rng=np.random.default_rng(0), size=0)
+        bias_reduced_estimate(f.grad, x=xf, K=1, N_max=2, rng=np.random.default_rng(0), size=0)
     with pytest.raises(ValueError, match="d must be"):
         alg3_theory_params(100, (3, 4, 5), 1.0, 1e-6, 1.0, 1.0, 0.0)
     with pytest.raises(ValueError, match="L0 must be"):

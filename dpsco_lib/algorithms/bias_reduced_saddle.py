@@ -253,10 +253,10 @@ def _padded_log_state(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def bias_reduced_gradient(
     problem: SaddleProblem,
+    *,
     batch: Dataset,
     x: Any,
     y: Any,
-    *,
     K: int,
     N_max: int,
     rng: np.random.Generator,
@@ -314,8 +314,8 @@ def bias_reduced_gradient(
 
 def bias_reduced_estimate(
     grad_fn: Callable[[np.ndarray], np.ndarray],
-    x: Any,
     *,
+    x: Any,
     K: int,
     N_max: int,
     rng: np.random.Generator,
@@ -359,7 +359,7 @@ def bias_reduced_estimate(
     return out, levels  # type: ignore[return-value]
 
 
-def bias_reduced_exact_mean(grad_fn: Callable[[np.ndarray], np.ndarray], x: Any, *, K: int, N_max: int,
+def bias_reduced_exact_mean(grad_fn: Callable[[np.ndarray], np.ndarray], *, x: Any, K: int, N_max: int,
                             chunk: int = 200_000) -> dict[str, Any]:
     r"""Exact E G of Algorithm 2 for small d, from the exact multinomial laws (Spec A2, Lemma 3.15).
 
