@@ -246,8 +246,9 @@ def run_on_shared_problem(n: int, d: int, rng: np.random.Generator, *, algorithm
 
     Returns ``value`` (the exact error), ``eps_certified`` (the ledger's certificate by accountant ``certify``;
     NaN when non-private), ``trivial`` (the error of the start point, i.e. of learning nothing) and, for each
-    ``(key, info_key)`` of ``extra``, the Result's ``info[info_key]`` under ``key``. ``hyper`` are fixed keyword arguments; ``hyper_fn(n, d, epsilon)`` computes
-    size-dependent ones (when it is given, the runner takes its privacy through them, not epsilon/delta).
+    ``(key, info_key)`` of ``extra``, the Result's ``info[info_key]`` under ``key``. ``hyper`` are fixed keyword
+    arguments; ``hyper_fn(n, d, epsilon)`` computes size-dependent ones (when it is given, the runner takes its
+    privacy through them, not epsilon/delta).
     """
     from dpsco_lib.algorithms.registry import get_algorithm
 
@@ -260,7 +261,7 @@ def run_on_shared_problem(n: int, d: int, rng: np.random.Generator, *, algorithm
         kwargs.update(epsilon=epsilon, delta=DELTA)
     res = rec.runner(prob, prob.sample(n, rng), rng=rng, **kwargs)
     value, trivial = _error_and_trivial(prob, res)
-    eps = float(res.ledger.epsilon(DELTA, method=certify)) if res.ledger is not None else math.nan
+    eps = res.certified_epsilon(DELTA, certify) if res.ledger is not None else math.nan
     out = {"value": value, "eps_certified": eps, "trivial": trivial}
     out.update({k: float(res.info[i]) for k, i in extra})
     return out
