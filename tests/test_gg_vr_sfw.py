@@ -38,7 +38,7 @@ def test_naive_sensitivities_closed_form_and_poly_sfw_consistency():
     # batch size 1: the dual-norm sensitivity is 2/D times Poly-SFW's score sensitivity (shift factor D/2)
     D = 2.0
     np.testing.assert_allclose(naive_sensitivities(50, 7, 1, 0.1, 3.0, 1.0, D), 2 / D * poly_sfw_sensitivities(
-        50, 7, 0.1, 3.0, 1.0, D))
+        50, batch_size=7, step_size=0.1, L0=3.0, L1=1.0, D=D))
 
 
 @pytest.mark.parametrize("p", [1.1, 1.5, 2.0])

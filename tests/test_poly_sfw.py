@@ -33,7 +33,7 @@ def _ls_polytope(V: np.ndarray) -> LeastSquares:
 # sensitivity lemma and parameters
 # ---------------------------------------------------------------------------------------------------------
 def test_sensitivities_closed_form():
-    s = poly_sfw_sensitivities(3, 5, 0.2, 2.0, 1.0, 2.0)
+    s = poly_sfw_sensitivities(3, batch_size=5, step_size=0.2, L0=2.0, L1=1.0, D=2.0)
     first = 2.0 * 2.0 / 5 * 0.8 ** np.arange(4)
     floor = 0.2 * 2.0 * (0.8 * 1.0 * 2.0 + 2.0)
     np.testing.assert_allclose(s, [first[0], max(first[1], floor), max(first[2], floor), max(first[3], floor)])
@@ -74,7 +74,7 @@ def test_sensitivity_bound_holds_on_adversarial_neighbours(where):
     data = pr.sample(n, rng)
     eta = 0.3
     D = pr.feasible_set.diameter(1.0)
-    s = poly_sfw_sensitivities(n // 2, n - n // 2, eta, pr.L0, pr.L1, D)
+    s = poly_sfw_sensitivities(n // 2, batch_size=n - n // 2, step_size=eta, L0=pr.L0, L1=pr.L1, D=D)
     worst = np.zeros_like(s)
     for trial in range(30):
         i = int(rng.integers(0, n - n // 2)) if where == "batch" else int(rng.integers(n - n // 2, n))

@@ -28,31 +28,31 @@ from dpsco_lib.problems.least_squares import LeastSquares, hard_least_squares
 # schedule and budgets
 # ---------------------------------------------------------------------------------------------------------
 def test_schedule_closed_form():
-    s = tree_batch_schedule(20, 2)
+    s = tree_batch_schedule(20, depth=2)
     assert s["batch_size"] == 11 and s["T"] == 4
     np.testing.assert_array_equal(s["batch_sizes"], [11, 5, 2])
     np.testing.assert_array_equal(s["leaf_depth"], [0, 2, 1, 2])  # t = 1: right leaf; t = 2: right child at depth 1
     np.testing.assert_array_equal(s["offsets"], [0, 11, 13, 18, 20])
-    assert s["records_used"] == records_used(2, 11) == 20
+    assert s["records_used"] == records_used(2, batch_size=11) == 20
 
 
 @pytest.mark.parametrize("k", [1, 3, 6])
 def test_schedule_uses_every_record_once(k):
     n = 5000
-    s = tree_batch_schedule(n, k)
+    s = tree_batch_schedule(n, depth=k)
     off = s["offsets"]
     assert off[0] == 0 and np.all(np.diff(off) >= 1) and off[-1] <= n  # contiguous, disjoint, non-empty
     depth_counts = np.bincount(s["leaf_depth"][1:], minlength=k + 1)
     np.testing.assert_array_equal(depth_counts[1:], [2 ** (j - 1) for j in range(1, k + 1)])  # 2^(j-1) right children
-    assert records_used(k, s["batch_size"] + 1) > n  # the default root batch is the largest that fits
+    assert records_used(k, batch_size=s["batch_size"] + 1) > n  # the default root batch is the largest that fits
     assert s["records_used"] <= s["batch_size"] * (1 + k / 2)
 
 
 def test_schedule_rejects_empty_batches():
     with pytest.raises(ValueError, match="batch_size"):
-        tree_batch_schedule(100, 5, batch_size=20)  # 20 < 2^5
+        tree_batch_schedule(100, depth=5, batch_size=20)  # 20 < 2^5
     with pytest.raises(ValueError, match="needs"):
-        tree_batch_schedule(100, 2, batch_size=90)  # 90 + 45 + 2*22 > 100
+        tree_batch_schedule(100, depth=2, batch_size=90)  # 90 + 45 + 2*22 > 100
 
 
 def test_fw_weights_sum_to_one_with_x0():
@@ -67,12 +67,12 @@ def test_fw_weights_sum_to_one_with_x0():
 def test_a_priori_distances_closed_form():
     k = 2
     etas = 2.0 / (np.arange(4) + 2.0)  # 1, 2/3, 1/2, 2/5
-    sched = tree_batch_schedule(20, k)
-    dist = a_priori_distances(etas, sched["leaf_depth"], k, 2.0)
+    sched = tree_batch_schedule(20, depth=k)
+    dist = a_priori_distances(etas, leaf_depth=sched["leaf_depth"], depth=k, D=2.0)
     # t = 1: right leaf (span 1): min(D, D eta_0) = 2; t = 2: depth-1 child (span 2): min(2, 2 (2/3 + 1/2)) = 2;
     # t = 3: right leaf (span 1): D eta_2 = 1
     np.testing.assert_allclose(dist, [0.0, 2.0, 2.0, 1.0])
-    far = a_priori_distances(np.full(4, 0.1), sched["leaf_depth"], k, 2.0)
+    far = a_priori_distances(np.full(4, 0.1), leaf_depth=sched["leaf_depth"], depth=k, D=2.0)
     np.testing.assert_allclose(far, [0.0, 0.2, 0.4, 0.2])
 
 
@@ -82,8 +82,8 @@ def test_a_priori_scales_bound_realized_ones():
     data = pr.sample(2000, np.random.default_rng(0))
     kw = {"epsilon": 1.0, "delta": 1e-6, "depth": 5, "trace": True}
     r = run_private_vr_frank_wolfe(pr, data, rng=np.random.default_rng(1), **kw)
-    sched = tree_batch_schedule(2000, 5)
-    bound = a_priori_distances(r.trace["step_size"], sched["leaf_depth"], 5, 2.0)
+    sched = tree_batch_schedule(2000, depth=5)
+    bound = a_priori_distances(r.trace["step_size"], leaf_depth=sched["leaf_depth"], depth=5, D=2.0)
     assert np.all(r.trace["distance"] <= bound * (1 + 1e-12) + 1e-15)
     a = run_private_vr_frank_wolfe(pr, data, rng=np.random.default_rng(1), distance="a_priori", **kw)
     assert a.params["distance"] == "a_priori" and a.ledger.epsilon(1e-6) <= 1.0
@@ -91,30 +91,30 @@ def test_a_priori_scales_bound_realized_ones():
 
 
 def test_budgets_pure_dp_closed_form():
-    e = tree_depth_epsilons(2.0, 0.0, 3)
+    e = tree_depth_epsilons(2.0, delta=0.0, depth=3)
     np.testing.assert_allclose(e, [2.0 / 8, 2.0 / 4, 2.0 / 2, 2.0])
-    assert tree_ledger(e, 3).epsilon(0.0) == pytest.approx(2.0)
+    assert tree_ledger(e, depth=3).epsilon(0.0) == pytest.approx(2.0)
 
 
 @pytest.mark.parametrize("eps", [0.05, 1.0, 5.0])
 @pytest.mark.parametrize("delta", [1e-9, 1e-5])
 @pytest.mark.parametrize("k", [1, 4, 10])
 def test_budgets_meet_target_tightly(eps, delta, k):
-    e = tree_depth_epsilons(eps, delta, k)
-    cert = tree_ledger(e, k).epsilon(delta)
+    e = tree_depth_epsilons(eps, delta=delta, depth=k)
+    cert = tree_ledger(e, depth=k).epsilon(delta)
     assert cert <= eps and cert >= 0.99 * eps  # never above the target, and not wasteful
     assert np.all(np.diff(e) > 0)  # fewer influenced selections -> larger per-selection budget
     # each depth's own sequential composition is within the target (DRV or basic)
     for j, ej in enumerate(e):
         m = 2 ** (k - j)
         assert min(m * ej, advanced_composition_epsilon(float(ej), k=m, delta_prime=delta)) <= eps * (1 + 1e-12)
-    led = tree_ledger(e, k)
+    led = tree_ledger(e, depth=k)
     assert led.total_count == sum(2 ** (k - j) for j in range(k + 1))
     # a single accountant certifies its own calibration; "paper" has no closed form for the tree
-    e_rdp = tree_depth_epsilons(eps, delta, k, accountant="rdp")
-    assert tree_ledger(e_rdp, k).epsilon(delta, "rdp") <= eps
+    e_rdp = tree_depth_epsilons(eps, delta=delta, depth=k, accountant="rdp")
+    assert tree_ledger(e_rdp, depth=k).epsilon(delta, "rdp") <= eps
     with pytest.raises(ValueError, match="paper"):
-        tree_depth_epsilons(eps, delta, k, accountant="paper")
+        tree_depth_epsilons(eps, delta=delta, depth=k, accountant="paper")
 
 
 def test_theory_params_default_depth():

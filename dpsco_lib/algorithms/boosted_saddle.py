@@ -369,10 +369,12 @@ def select_candidate(
 # ---------------------------------------------------------------------------------------------------------
 @lru_cache(maxsize=1024)
 def _fw_plan(n_b: int, n_vertices: int, epsilon: float, delta: float, L0: float, L1: float, D: float,
-             depth: int | None, batch_size: int | None, step_size: float | None) -> tuple[int, tuple[float, ...]]:
+             depth: int | None, batch_size: int | None, step_size: float | None,
+             accountant: str | None) -> tuple[int, tuple[float, ...]]:
     """(depth, per-depth budgets) that :func:`run_private_vr_frank_wolfe` will use (its ledger, without running)."""
+    acc = {} if accountant is None else {"accountant": accountant}  # None: the Frank-Wolfe default
     prm = vr_frank_wolfe_theory_params(n_b, n_vertices, epsilon, delta, L0, L1, D, depth=depth,
-                                       batch_size=batch_size, step_size=step_size)
+                                       batch_size=batch_size, step_size=step_size, **acc)
     get = prm.__getitem__ if isinstance(prm, Mapping) else prm.__getattribute__
     return int(get("depth")), tuple(float(e) for e in get("depth_epsilons"))
 
@@ -420,7 +422,7 @@ def _split_fraction(inner: list[PrivacyLedger], fw_ledgers: Callable[[float], li
 # ---------------------------------------------------------------------------------------------------------
 # the algorithm
 # ---------------------------------------------------------------------------------------------------------
-_FW_KEYS = ("depth", "batch_size", "step_size", "distance")
+_FW_KEYS = ("depth", "batch_size", "step_size", "distance", "accountant")
 
 
 def run_boosted_saddle(
@@ -471,8 +473,8 @@ def run_boosted_saddle(
     fractions : three positive floats summing to 1
         Shares of the candidate, best-response and gap parts (default 1/2, 1/4, 1/4).
     best_response_kwargs : mapping, optional
-        ``depth``, ``batch_size``, ``step_size``, ``distance`` of the Frank-Wolfe runs (defaults: Spec F2
-        theory parameters, except ``depth = 1`` when the partial functions are linear, ``best_response_L1 = 0``:
+        ``depth``, ``batch_size``, ``step_size``, ``distance``, ``accountant`` of the Frank-Wolfe runs (defaults:
+        Spec F2 theory parameters, except ``depth = 1`` when the partial functions are linear, ``best_response_L1 = 0``:
         the Frank-Wolfe optimization error L1 D^2/T then vanishes and every further leaf only splits the
         budget, so the shallowest tree, T = 2 selections, is the best choice).
     best_response_L1 : float, optional
@@ -487,7 +489,8 @@ def run_boosted_saddle(
         parallel block when the budget fraction c of the Frank-Wolfe runs and the selection is calibrated
         (module docstring, "Budget of steps 2 and 4").  Default ``"best"``, the tightest valid accountant (the
         minimum over the applicable ones), which is also how the ledger is read by default; the inner runs and
-        the Frank-Wolfe runs calibrate their own noise with their own defaults (``inner_kwargs``).
+        the Frank-Wolfe runs calibrate their own noise with their own defaults (set them with ``inner_kwargs``
+        and ``best_response_kwargs``).
 
     Returns
     -------
@@ -588,8 +591,8 @@ def _planned_fw_ledgers(problem: SaddleProblem, split: dict[str, Any], fw_geom: 
     out = []
     for nv, D in fw_geom:
         depth, eps_j = _fw_plan(split["n_best_response"], nv, eps_fw, dl, float(problem.L0), L1_br, D,
-                                bkw.get("depth"), bkw.get("batch_size"), bkw.get("step_size"))
-        out.append(tree_ledger(np.array(eps_j), depth))
+                                bkw.get("depth"), bkw.get("batch_size"), bkw.get("step_size"), bkw.get("accountant"))
+        out.append(tree_ledger(np.array(eps_j), depth=depth))
     return out * k  # identical ledgers for all candidates
 
 

@@ -312,7 +312,7 @@ def gg_vr_sfw_theory_params(
             k = max(1, min(k, int(math.floor(math.log2(bb)))))
     else:
         k = check_int(depth, "depth", lo=1, hi=62)
-    sched = tree_batch_schedule(n, k, batch_size)
+    sched = tree_batch_schedule(n, depth=k, batch_size=batch_size)
     mult = gg_noise_multiplier(epsilon, delta, kappa=kappa, count=1, parts=k + 1, accountant=accountant)
     rate = math.sqrt(kappa / n) + kappa * math.sqrt(d) / (epsilon * n)
     return GgVrSfwParams(T=sched["T"], batch_size=sched["batch_size"], records_used=sched["records_used"],
@@ -542,10 +542,10 @@ def _tree_loop(problem: Problem, st: _Setup, rng: np.random.Generator, trace: bo
     :func:`_tree_loop_reference`)."""
     prm, data, d, p, q = st.params, st.data, problem.d, st.p, st.params.q
     k, T, b = prm.depth, prm.T, prm.batch_size
-    sched = tree_batch_schedule(data.n, k, b)
+    sched = tree_batch_schedule(data.n, depth=k, batch_size=b)
     sizes, leaf_depth, offsets = sched["batch_sizes"], sched["leaf_depth"], sched["offsets"]
     etas = _tree_etas(prm)
-    prior_dist = a_priori_distances(etas, leaf_depth, k, st.D)
+    prior_dist = a_priori_distances(etas, leaf_depth=leaf_depth, depth=k, D=st.D)
     Zu = _UnitGG(d, prm.r, T, rng)
     mean_grad = problem._mean_grad  # records validated above; iterates feasible by construction
     x = np.zeros(d)
@@ -591,10 +591,10 @@ def _tree_loop_reference(problem: Problem, st: _Setup, rng: np.random.Generator,
     """The tree variant step by step with the textbook norm and LMO (no fused operations)."""
     prm, data, d, q = st.params, st.data, problem.d, st.params.q
     k, T, b = prm.depth, prm.T, prm.batch_size
-    sched = tree_batch_schedule(data.n, k, b)
+    sched = tree_batch_schedule(data.n, depth=k, batch_size=b)
     sizes, leaf_depth, offsets = sched["batch_sizes"], sched["leaf_depth"], sched["offsets"]
     etas = _tree_etas(prm)
-    prior = a_priori_distances(etas, leaf_depth, k, st.D)
+    prior = a_priori_distances(etas, leaf_depth=leaf_depth, depth=k, D=st.D)
     Zu = _UnitGG(d, prm.r, T, rng)
     x = np.zeros(d)
     est, tot, start = [x] * (k + 1), [x] * (k + 1), [x] * (k + 1)

@@ -119,15 +119,16 @@ def _selection_epsilon(epsilon: float, delta: float, k: int, accountant: str) ->
     return per_step_epsilon(epsilon, delta, k, accountant=accountant, mechanism="pure").value
 
 
-def poly_sfw_sensitivities(T: int, batch_size: int, eta: float, L0: float, L1: float, D: float) -> np.ndarray:
+def poly_sfw_sensitivities(T: int, *, batch_size: int, step_size: float, L0: float, L1: float, D: float
+                           ) -> np.ndarray:
     r"""Per-step score sensitivities ``s_0, ..., s_T`` of Poly-SFW (Spec F1; derivation in the module docstring).
 
     ``s_0 = L0 D / m`` and ``s_t = max{L0 D (1 - eta)^t / m, eta D ((1 - eta) L1 D + L0)}`` for ``t >= 1``, with
-    ``m`` = ``batch_size`` the size of the initial batch: the lemma
+    ``m`` = ``batch_size`` the size of the initial batch and ``eta`` = ``step_size``: the lemma
     :func:`~dpsco_lib.algorithms.vr_sensitivity.vr_sensitivities` with single-record updates, as scores.
     """
     T = check_int(T, "T", lo=0)
-    return vr_sensitivities(T + 1, init_batch=batch_size, batch_size=1, step_size=eta, L0=L0, L1=L1, D=D,
+    return vr_sensitivities(T + 1, init_batch=batch_size, batch_size=1, step_size=step_size, L0=L0, L1=L1, D=D,
                             norm="score")
 
 
@@ -237,7 +238,7 @@ def poly_sfw_theory_params(
         eta = check_in_range(step_size, "step_size", 0.0, 1.0, lo_inclusive=False)
     k = T + 1
     eps0 = _selection_epsilon(epsilon, delta, k, accountant)
-    s = poly_sfw_sensitivities(1, m, eta, L0, L1, D)
+    s = poly_sfw_sensitivities(1, batch_size=m, step_size=eta, L0=L0, L1=L1, D=D)
     log_term = math.sqrt(math.log(1.0 / delta)) if delta > 0 else 1.0
     rate = (L1 * D * D + L0 * D) * math.log(nv) * max(log_ratio, 1.0) * log_term / (epsilon * math.sqrt(n))
     return PolySfwParams(
@@ -290,7 +291,8 @@ def _setup(problem: Problem, data: Dataset, epsilon: float, delta: float, rng: A
         data.n, n_vertices, epsilon, delta, problem.L0, problem.L1, D,
         step_constant=step_constant, step_size=step_size, accountant=accountant,
     )
-    sens = poly_sfw_sensitivities(params.T, params.batch_size, params.step_size, problem.L0, problem.L1, D)
+    sens = poly_sfw_sensitivities(params.T, batch_size=params.batch_size, step_size=params.step_size, L0=problem.L0,
+                                  L1=problem.L1, D=D)
     scales = (2.0 / params.eps0) * noise_mult * sens
     return _Setup(data, n_vertices, scores_of, move, D, params, sens, scales, noise_mult)
 

@@ -117,7 +117,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------------------
 # tree schedule (shared with Spec F3)
 # ---------------------------------------------------------------------------------------------------------
-def records_used(depth: int, batch_size: int) -> int:
+def records_used(depth: int, *, batch_size: int) -> int:
     """Records consumed by a tree of depth ``k`` with root batch ``b``: ``b + sum_j 2^(j-1) floor(b/2^j)``."""
     return batch_size + sum((1 << (j - 1)) * (batch_size >> j) for j in range(1, depth + 1))
 
@@ -133,7 +133,7 @@ def max_tree_depth(n: int) -> int:
     return best
 
 
-def tree_batch_schedule(n: int, depth: int, batch_size: int | None = None) -> dict[str, Any]:
+def tree_batch_schedule(n: int, *, depth: int, batch_size: int | None = None) -> dict[str, Any]:
     r"""Batch layout of the tree of Spec F2/F3 over ``n`` records.
 
     Leaf ``t = 0`` uses the root's batch (records ``[0, b)``); leaf ``t >= 1`` enters the right child at depth
@@ -146,7 +146,7 @@ def tree_batch_schedule(n: int, depth: int, batch_size: int | None = None) -> di
     depth : int
         ``k >= 1`` (``T = 2^k`` leaves).
     batch_size : int, optional
-        Root batch ``b`` (default: the largest ``b`` with ``records_used(k, b) <= n``). Needs
+        Root batch ``b`` (default: the largest ``b`` with ``records_used(k, batch_size=b) <= n``). Needs
         ``b >= 2^k`` so that every batch is non-empty.
 
     Returns
@@ -160,9 +160,9 @@ def tree_batch_schedule(n: int, depth: int, batch_size: int | None = None) -> di
     k = check_int(depth, "depth", lo=1, hi=62)
     if batch_size is None:
         b = int(n / (1.0 + k / 2.0))
-        while b < n and records_used(k, b + 1) <= n:
+        while b < n and records_used(k, batch_size=b + 1) <= n:
             b += 1
-        while b > 0 and records_used(k, b) > n:
+        while b > 0 and records_used(k, batch_size=b) > n:
             b -= 1
     else:
         b = check_int(batch_size, "batch_size", lo=1)
@@ -171,7 +171,7 @@ def tree_batch_schedule(n: int, depth: int, batch_size: int | None = None) -> di
             f"batch_size must be >= 2^depth = {1 << k} so that every vertex batch floor(b/2^j) is non-empty; got "
             f"batch_size={b} (n={n}, depth={k}); use a smaller depth (largest feasible for this n: {max_tree_depth(n)})"
         )
-    used = records_used(k, b)
+    used = records_used(k, batch_size=b)
     if used > n:
         raise ValueError(
             f"the tree with depth={k} and batch_size={b} needs {used} records (b + sum_j 2^(j-1) floor(b/2^j)), "
@@ -197,7 +197,7 @@ def tree_batch_schedule(n: int, depth: int, batch_size: int | None = None) -> di
 # ---------------------------------------------------------------------------------------------------------
 # privacy: per-depth budgets and the ledger
 # ---------------------------------------------------------------------------------------------------------
-def tree_ledger(depth_epsilons: np.ndarray, depth: int) -> PrivacyLedger:
+def tree_ledger(depth_epsilons: np.ndarray, *, depth: int) -> PrivacyLedger:
     """Ledger of the tree: parallel composition over depths of ``m_j = 2^(k-j)`` pure ``eps_j`` selections."""
     parts = []
     for j, e in enumerate(np.asarray(depth_epsilons, dtype=np.float64)):
@@ -208,12 +208,12 @@ def tree_ledger(depth_epsilons: np.ndarray, depth: int) -> PrivacyLedger:
     return PrivacyLedger.parallel(*parts, label="disjoint tree batches (Spec F2): worst depth")
 
 
-def tree_depth_epsilons(epsilon: float, delta: float, depth: int, *, accountant: str = "best") -> np.ndarray:
+def tree_depth_epsilons(epsilon: float, *, delta: float, depth: int, accountant: str = "best") -> np.ndarray:
     r"""Per-depth per-selection budgets ``eps_j``, ``j = 0..k``, of the tree of Spec F2 (module docstring).
 
     Depth ``j`` runs ``m_j = 2^(k - j)`` selections per record; the budgets are
     :func:`~dpsco_lib.privacy.accounting.budget.parallel_per_step_epsilons` of the counts ``m_j``, so that
-    ``tree_ledger(eps_j, k).epsilon(delta, accountant) <= epsilon`` (``delta = 0``: ``eps_j = epsilon/m_j``, basic
+    ``tree_ledger(eps_j, depth=k).epsilon(delta, accountant) <= epsilon`` (``delta = 0``: ``eps_j = epsilon/m_j``, basic
     composition, for every accountant).
     """
     epsilon = check_epsilon(epsilon)
@@ -338,8 +338,8 @@ def vr_frank_wolfe_theory_params(
             k = max(1, min(k, int(math.floor(math.log2(check_int(batch_size, "batch_size", lo=2))))))
     else:
         k = check_int(depth, "depth", lo=1, hi=62)
-    sched = tree_batch_schedule(n, k, batch_size)
-    eps_j = tree_depth_epsilons(epsilon, delta, k, accountant=accountant)
+    sched = tree_batch_schedule(n, depth=k, batch_size=batch_size)
+    eps_j = tree_depth_epsilons(epsilon, delta=delta, depth=k, accountant=accountant)
     b = sched["batch_size"]
     s_root = L0 * D / b
     rate = (L0 * D + L1 * D * D) * math.sqrt(log_v / n) * math.log(n) + L1 * D * D * (
@@ -362,7 +362,7 @@ def _step_sizes(T: int, step_size: float | None) -> np.ndarray:
 DISTANCES = ("realized", "a_priori")
 
 
-def a_priori_distances(etas: np.ndarray, leaf_depth: np.ndarray, depth: int, D: float) -> np.ndarray:
+def a_priori_distances(etas: np.ndarray, *, leaf_depth: np.ndarray, depth: int, D: float) -> np.ndarray:
     r"""Data-independent bounds on ``||x_u - x_parent||_p`` for the right child entered at each leaf (Spec F2/F3).
 
     The right child entered at leaf ``t`` (depth ``j = leaf_depth[t]``) has its parent's start at leaf
@@ -427,7 +427,7 @@ def _setup(problem: Problem, data: Dataset, epsilon: float, delta: float, rng: A
         data.n, n_vertices, epsilon, delta, float(problem.L0), float(problem.L1), D, depth=depth,
         batch_size=batch_size, step_size=step_size, accountant=accountant,
     )
-    sched = tree_batch_schedule(data.n, params.depth, params.batch_size)
+    sched = tree_batch_schedule(data.n, depth=params.depth, batch_size=params.batch_size)
     etas = _step_sizes(params.T, params.step_size)
     return _Setup(data, n_vertices, scores_of, move, D, params, sched, etas, noise_mult)
 
@@ -438,7 +438,7 @@ def _tree_loop(problem: Problem, st: _Setup, rng: np.random.Generator, distance:
     k, T, b, eps_j = prm.depth, prm.T, prm.batch_size, prm.depth_epsilons
     sizes, leaf_depth, offsets = st.sched["batch_sizes"], st.sched["leaf_depth"], st.sched["offsets"]
     L0, L1 = float(problem.L0), float(problem.L1)
-    prior_dist = a_priori_distances(st.etas, leaf_depth, k, D)
+    prior_dist = a_priori_distances(st.etas, leaf_depth=leaf_depth, depth=k, D=D)
     mean_grad = problem._mean_grad  # records validated above; iterates feasible by construction
     x = np.asarray(problem.feasible_set.center(), dtype=np.float64).copy()
     est: list[np.ndarray] = [np.zeros(0)] * (k + 1)
@@ -564,4 +564,5 @@ def run_private_vr_frank_wolfe(
     tr = None
     if trace:
         tr = {"selected": out["selected"], "laplace_scale": scales, "distance": out["dists"], "step_size": st.etas}
-    return Result(x=out["x"], trace=tr, params=params, ledger=tree_ledger(prm.depth_epsilons, prm.depth), info=info)
+    return Result(x=out["x"], trace=tr, params=params, ledger=tree_ledger(prm.depth_epsilons, depth=prm.depth),
+                  info=info)
