@@ -171,6 +171,15 @@ def test_budget_fraction_is_calibrated_by_the_accountant(game, accountant):
     assert res.certified_epsilon(1e-6, method) <= 1.0 and res.certified_epsilon(1e-6) <= 1.0
 
 
+def test_best_response_accountant_is_planned_and_recorded(game):
+    """The Frank-Wolfe accountant passed in best_response_kwargs is the one the budget calibration plans with: the
+    recorded ledger certifies the target."""
+    g, data = game
+    res = run_boosted_saddle(g, data[:3000], epsilon=1.0, delta=1e-6, rng=np.random.default_rng(2), k=2,
+                             best_response_kwargs={"accountant": "advanced"}, **ALG1)
+    assert res.certified_epsilon(1e-6) <= 1.0
+
+
 def _run(g, data, seed, **kw):
     return run_boosted_saddle(g, data, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(seed), k=3, **ALG1, **kw)
 
