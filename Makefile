@@ -18,7 +18,7 @@ export OMP_NUM_THREADS := 1
 export OPENBLAS_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
-.PHONY: venv book test reproduce bench lint lock clean help
+.PHONY: venv book test reproduce bench lint lock clean help mutants
 
 help:
 	@echo "make venv       create .venv with the library, the book tools and the tests (every target does it first)"
@@ -26,8 +26,9 @@ help:
 	@echo "make book       execute every notebook (paper profile) and build the HTML book in _build/html"
 	@echo "make test       lint, unit + statistical tests, every notebook at smoke, a book build check"
 	@echo "make reproduce  NB='01 05' PROFILE=paper|smoke: rerun chosen notebooks (all when NB is empty)"
-	@echo "make lint       ruff over the library, the tests, the benchmarks and the notebooks"
+	@echo "make lint       ruff over the library, the tests, the benchmarks, the notebooks and the mutation suite"
 	@echo "make bench      performance suite -> benchmarks/results.json"
+	@echo "make mutants    mutation suite: curated library bugs, the tests and smoke notebooks that must catch them"
 	@echo "make lock       regenerate $(LOCK) (uv pip compile)"
 	@echo "make clean      remove _build, results and the result cache"
 
@@ -53,7 +54,7 @@ reproduce: venv
 	$(BIN)/dpsco reproduce $(NB) --profile $(PROFILE) --jobs $(JOBS)
 
 lint: venv
-	$(BIN)/ruff check dpsco_lib tests notebooks $(wildcard benchmarks)
+	$(BIN)/ruff check dpsco_lib tests notebooks mutation $(wildcard benchmarks)
 
 lock: venv
 	$(BIN)/python -m pip install --quiet uv
@@ -73,6 +74,9 @@ test: venv lint
 
 bench: venv
 	$(BIN)/python benchmarks/run.py
+
+mutants: venv
+	$(BIN)/python mutation/run.py --jobs $(JOBS)
 
 clean:
 	rm -rf _build results .dpsco_cache .pytest_cache
