@@ -54,7 +54,7 @@ def test_query_release_params_privacy_and_balance() -> None:
     assert p.B == n // p.T and p.n_draws == p.K * p.T and p.accountant == "advanced"
     assert p.eps0 == alg1_per_draw_budget(eps, delta=DELTA, n_draws=p.K * p.T)
     assert p.eta <= p.eta_cap * (1 + 1e-12) and p.eta_cap == pytest.approx(p.eps0 * p.B / 2)
-    assert p.eps_draw == pytest.approx(2 * p.eta / p.B)
+    assert p.eps_draw == pytest.approx(2 * p.eta / p.B) and p.eps_draw <= p.eps0
     assert advanced_composition_epsilon(p.eps_draw, k=p.n_draws, delta_prime=DELTA) <= eps * (1 + 1e-12)
     # balance: the cap still dominates the unconstrained step at T, not at T + 1
     l = math.log(N) + math.log(2 * m)

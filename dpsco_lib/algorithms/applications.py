@@ -166,7 +166,7 @@ def query_release_params(
     def ok(t: int) -> bool:
         return _qr_cap(n, t, K, eps, dl, accountant) >= math.sqrt(log_d / t)
 
-    if T is None:
+    if T is None:  # a utility root solve (where two step sizes cross), not a privacy calibration
         if ok(n):
             T = n
         elif not ok(1):
