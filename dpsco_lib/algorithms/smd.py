@@ -49,7 +49,7 @@ from dpsco_lib.algorithms._result import Result
 from dpsco_lib.geometry.mirror import EntropicStepInplace, entropic_step_with_weights, pnorm_step_unchecked
 from dpsco_lib.geometry.norms import check_exponent, dual_exponent
 from dpsco_lib.geometry.sets import FeasibleSet, LpBall, Polytope, Simplex
-from dpsco_lib.problems.base import Problem
+from dpsco_lib.problems.base import Problem, SaddleProblem
 from dpsco_lib.problems.least_squares import row_grad_oracle
 
 __all__ = ["SMDParams", "run_smd", "run_smd_reference", "smd_theory_params"]
@@ -300,13 +300,13 @@ def _prepare(problem: Any, data: Any, rng: Any, p: Any, step_size: Any, averagin
     if averaging not in _AVERAGING:
         raise ValueError(f"averaging must be one of {_AVERAGING}, got {averaging!r}")
     trace = check_bool(trace, "trace")
+    if isinstance(problem, SaddleProblem) or not all(hasattr(problem, a) for a in ("feasible_set", "p", "L0", "grad")):
+        raise ValueError(f"problem must be a convex dpsco_lib Problem (or expose feasible_set, p, L0 and grad), got "
+                         f"{type(problem).__name__}")
     if isinstance(problem, Problem) or callable(getattr(problem, "validate_data", None)):
         # every record must satisfy the declared bounds: rate_bound (through L0) holds only for such data; a
         # violation raises ValueError naming the data and the bound (valid data is returned as is)
         data = problem.validate_data(data)
-    elif not hasattr(problem, "feasible_set"):
-        raise ValueError(f"problem must be a dpsco_lib Problem (or expose feasible_set, p, L0, grad), got "
-                         f"{type(problem).__name__}")
     n = len(data)
     if n < 1:
         raise ValueError("data must contain at least one record")
