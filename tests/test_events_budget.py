@@ -214,3 +214,13 @@ def test_result_certified_epsilon_reads_the_ledger():
     assert res.relation == REPLACE_ONE
     with pytest.raises(ValueError, match="ledger"):
         Result(x=np.zeros(2)).certified_epsilon(1e-6)
+
+
+def test_parallel_block_is_certified_by_its_worst_part_not_worse():
+    a, b = PrivacyLedger(), PrivacyLedger()
+    a.record_exponential(0.01, count=2000)
+    b.record_gaussian(3.0, count=50)
+    block = PrivacyLedger.parallel(a, b)
+    parts = max(a.epsilon(1e-6), b.epsilon(1e-6))
+    assert block.epsilon(1e-6) == parts  # the pointwise maximum of the parts' privacy curves
+    assert block.epsilon(1e-6, "rdp") >= parts  # charging the worst part per accountant is valid but looser

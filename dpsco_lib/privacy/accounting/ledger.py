@@ -11,7 +11,8 @@ pure steps only; ``"kov"`` the optimal composition of Kairouz-Oh-Viswanath 2015 
 eps0; ``"rdp"`` Renyi DP (Mironov 2017) with the CKS20/BBGHS20 conversion, every event kind; ``"gdp"`` exact
 mu-GDP (Dong-Roth-Su 2022) for Gaussian events; ``"pld"`` privacy-loss distributions of dp-accounting
 (pessimistic discretization, a valid upper bound) for pure, exponential, Gaussian and subsampled-Gaussian
-events; ``"best"`` the minimum over the applicable ones (each is valid, so is their minimum).
+events; ``"best"`` the minimum over the applicable ones (each is valid, so is their minimum). For a ledger that
+is one parallel block, ``"best"`` also considers ``"per_part"``: the largest of the parts' own best certificates.
 """
 
 from __future__ import annotations
@@ -276,6 +277,11 @@ def _plain_epsilons(events: Sequence[DpEvent], delta: float, a: np.ndarray, want
         out["rdp"] = rdp_to_epsilon(st.rdp, orders=a, delta=delta)[0]
     if st.pld_ok and delta > 0 and ("pld" in wanted or (best and not _exact_method_applies(st))):
         out["pld"] = _pld_epsilon(events, delta)
+    if best and len(events) == 1 and isinstance(events[0], ParallelEvent):
+        # The block's privacy curve is the pointwise maximum of its parts' curves (a neighbouring pair differs in
+        # one part), so the largest of the parts' own best certificates is valid, and tighter than charging the
+        # worst part's statistics accountant by accountant.
+        out["per_part"] = max(min(_plain_epsilons(p, delta, a, {"best"}).values()) for p in events[0].parts)
     return out
 
 
