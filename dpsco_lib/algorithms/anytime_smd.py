@@ -181,8 +181,10 @@ _DESIGN_ACCOUNTANT = {"kov": "advanced", "pld": "rdp", "best": "rdp"}
 _PER_DECADE = 64  # nodes per decade of the draw-count table of the design search
 
 
+@lru_cache(maxsize=8192)
 def _eps0(epsilon: float, delta: float, n_draws: int, accountant: str) -> float:
-    # the one calibration path (cached there): n_draws exponential-mechanism events certify (epsilon, delta)
+    # the one calibration path: n_draws exponential-mechanism events certify (epsilon, delta).  Cached here too:
+    # a design search evicts per_step_epsilon's own cache, and a PLD/KOV ("best") calibration takes seconds
     return per_step_epsilon(epsilon, delta, n_draws, accountant=accountant, mechanism="exponential").value
 
 

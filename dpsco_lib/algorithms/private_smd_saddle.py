@@ -99,8 +99,10 @@ def _check_regime(regime: str) -> str:
 _DESIGN_ACCOUNTANT = {"kov": "advanced", "pld": "rdp", "best": "rdp"}
 
 
+@lru_cache(maxsize=8192)
 def _eps0(epsilon: float, delta: float, n_draws: int, accountant: str) -> float:
-    # the one calibration path (cached there): n_draws exponential-mechanism events certify (epsilon, delta)
+    # the one calibration path: n_draws exponential-mechanism events certify (epsilon, delta).  Cached here too:
+    # a design search evicts per_step_epsilon's own cache, and a PLD/KOV ("best") calibration takes seconds
     return per_step_epsilon(epsilon, delta, n_draws, accountant=accountant, mechanism="exponential").value
 
 
