@@ -56,7 +56,7 @@ COPY_ITEMS = ("dpsco_lib", "tests", "notebooks", "benchmarks", "book", "pyprojec
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", ".hypothesis", ".pytest_cache")
 TEST_TIMEOUT = 900.0
 NOTEBOOK_TIMEOUT = 300.0
-_SUMMARY_LINE = re.compile(r"^(FAILED|ERROR) (\S+)")
+_SUMMARY_LINE = re.compile(r"^(FAILED|ERROR) (.+?)(?: - .*)?$")  # node ids may hold spaces: "test[S1 SMD]"
 _NOTEBOOK_FAILED = re.compile(r"^dpsco: notebook (\S+) failed at (.*)$")
 
 __all__ = [
