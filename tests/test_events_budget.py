@@ -224,3 +224,12 @@ def test_parallel_block_is_certified_by_its_worst_part_not_worse():
     parts = max(a.epsilon(1e-6), b.epsilon(1e-6))
     assert block.epsilon(1e-6) == parts  # the pointwise maximum of the parts' privacy curves
     assert block.epsilon(1e-6, "rdp") >= parts  # charging the worst part per accountant is valid but looser
+
+
+def test_best_skips_the_exact_kov_sum_beyond_its_step_limit():
+    led = PrivacyLedger()
+    led.record_exponential(7e-4, count=9_000_000)  # Algorithm 1's first-order setting: O(k) KOV is infeasible
+    eps = led.epsilons(1e-6)
+    assert "kov" not in eps and "pld" not in eps and led.epsilon(1e-6) == min(eps["rdp"], eps["advanced"])
+    with pytest.raises(ValueError, match="limited to 1048576 steps"):
+        led.epsilon(1e-6, "kov")

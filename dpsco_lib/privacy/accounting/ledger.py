@@ -27,7 +27,7 @@ import numpy as np
 
 from dpsco_lib._validation import check_delta, check_epsilon, check_int, check_positive, check_probability
 from dpsco_lib.privacy.accounting._common import _check_orders, _sq
-from dpsco_lib.privacy.accounting.composition import _drv_from_sums, _kov_epsilon_unchecked
+from dpsco_lib.privacy.accounting.composition import _KOV_MAX_STEPS, _drv_from_sums, _kov_epsilon_unchecked
 from dpsco_lib.privacy.accounting.events import (
     ADD_REMOVE,
     ComposedEvent,
@@ -251,8 +251,9 @@ def _pld_epsilon(events: Sequence[DpEvent], delta: float) -> float:
 
 
 def _exact_method_applies(st: _Stats) -> bool:
-    # KOV (homogeneous pure) and GDP (Gaussian only) are exact: no PLD can beat them.
-    only_pure = st.pure_sum is not None and st.kov_ok
+    # KOV (homogeneous pure) and GDP (Gaussian only) are exact: no PLD can beat them. Beyond the KOV cap a
+    # homogeneous pure ledger is certified by RDP and DRV only (a PLD of millions of steps costs minutes).
+    only_pure = st.pure_sum is not None and (st.kov_ok or st.kov_k > _KOV_MAX_STEPS)
     only_gauss = st.mu2 is not None and st.pure_sum is None
     return only_pure or only_gauss
 
@@ -266,7 +267,12 @@ def _plain_epsilons(events: Sequence[DpEvent], delta: float, a: np.ndarray, want
             out["basic"] = st.pure_sum
         if delta > 0 and ("advanced" in wanted or best):
             out["advanced"] = _drv_from_sums(st.s2, st.s1, delta)  # type: ignore[arg-type]
-        if st.kov_ok and ("kov" in wanted or best):
+        if st.kov_ok and wanted == {"kov"} and st.kov_k > _KOV_MAX_STEPS:
+            raise ValueError(
+                f"the exact KOV15 composition is limited to {_KOV_MAX_STEPS} steps (O(k) time and memory), this "
+                f"ledger has {st.kov_k}: use accountant 'rdp', 'advanced' or 'best'"
+            )
+        if st.kov_ok and st.kov_k <= _KOV_MAX_STEPS and ("kov" in wanted or best):
             out["kov"] = 0.0 if st.kov_k == 0 else _kov_epsilon_unchecked(st.kov_eps0, st.kov_k, delta)
     if st.mu2 is not None and ("gdp" in wanted or best):
         if st.mu2 == 0:
@@ -275,7 +281,11 @@ def _plain_epsilons(events: Sequence[DpEvent], delta: float, a: np.ndarray, want
             out["gdp"] = gdp_epsilon(math.sqrt(st.mu2), delta=delta) if delta > 0 and st.mu2 < math.inf else math.inf
     if "rdp" in wanted or best:
         out["rdp"] = rdp_to_epsilon(st.rdp, orders=a, delta=delta)[0]
-    if st.pld_ok and delta > 0 and ("pld" in wanted or (best and not _exact_method_applies(st))):
+    # PLD: when asked for alone, always; otherwise not beyond the KOV step limit (a PLD of millions of pure steps
+    # costs minutes) and, for "best", only where no exact accountant applies.
+    small = st.kov_k <= _KOV_MAX_STEPS
+    if st.pld_ok and delta > 0 and (wanted == {"pld"} or (small and (
+            "pld" in wanted or (best and not _exact_method_applies(st))))):
         out["pld"] = _pld_epsilon(events, delta)
     if best and len(events) == 1 and isinstance(events[0], ParallelEvent):
         # The block's privacy curve is the pointwise maximum of its parts' curves (a neighbouring pair differs in
