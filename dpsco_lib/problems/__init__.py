@@ -16,6 +16,7 @@ from dpsco_lib.problems.applications import (
     max_of_losses_from_sklearn,
 )
 from dpsco_lib.problems.base import Problem, SaddleProblem, solve_cvxpy
+from dpsco_lib.problems.best_response import BestResponseProblem, best_response_problem
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.games import (
     BilinearGame,
@@ -31,18 +32,28 @@ from dpsco_lib.problems.least_squares import (
     max_feasible_norm,
     random_least_squares,
 )
+from dpsco_lib.problems.lecture import (
+    LinearLossProblem,
+    LogisticRegressionProblem,
+    SparseLogisticSampler,
+    linear_loss_data,
+    logistic_regression_data,
+)
 from dpsco_lib.problems.lifted import L1LiftedSaddle, lift_max_of_losses, pooled_logistic_problem
 from dpsco_lib.problems.logistic import LogisticRegression, RobustRegression, random_logistic
 from dpsco_lib.problems.nonconvex import NonconvexRegression, random_nonconvex_regression
 from dpsco_lib.problems.stream import BlockSampler, DataStream, IntegerDraw
 
 __all__ = [
+    "BestResponseProblem",
     "BilinearGame",
     "BlockSampler",
     "DataStream",
     "Dataset",
     "IntegerDraw",
     "LeastSquares",
+    "LinearLossProblem",
+    "LogisticRegressionProblem",
     "L1LiftedSaddle",
     "LinearQueryGame",
     "LogisticRegression",
@@ -53,10 +64,14 @@ __all__ = [
     "RobustRegression",
     "SaddleProblem",
     "SoftmaxGame",
+    "SparseLogisticSampler",
+    "best_response_problem",
     "hard_least_squares",
     "lift_max_of_losses",
+    "linear_loss_data",
     "linear_query_game_from_sklearn",
     "load_sklearn_table",
+    "logistic_regression_data",
     "max_feasible_norm",
     "max_of_losses_from_sklearn",
     "pooled_logistic_problem",

@@ -43,7 +43,10 @@ from dpsco_lib.privacy.accounting.budget import (
     Calibration,
     calibrate,
     check_accountant,
+    filter_per_step_epsilon,
+    gaussian_noise_multiplier,
     paper_rule_epsilon,
+    parallel_per_step_epsilons,
     per_step_epsilon,
 )
 from dpsco_lib.privacy.accounting.composition import (
@@ -112,6 +115,9 @@ __all__ = [
     "calibrate",
     "certify_events",
     "check_accountant",
+    "filter_per_step_epsilon",
+    "gaussian_noise_multiplier",
+    "parallel_per_step_epsilons",
     "epsilons_of_events",
     "paper_rule_epsilon",
     "per_step_epsilon",

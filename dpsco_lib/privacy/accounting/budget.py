@@ -30,8 +30,17 @@ from dpsco_lib.privacy.accounting.ledger import METHODS, certify_events
 
 ACCOUNTANTS = (*METHODS, "paper")
 
-__all__ = ["ACCOUNTANTS", "Calibration", "calibrate", "check_accountant", "filter_per_step_epsilon",
-           "paper_rule_epsilon", "per_step_epsilon"]
+__all__ = [
+    "ACCOUNTANTS",
+    "Calibration",
+    "calibrate",
+    "check_accountant",
+    "filter_per_step_epsilon",
+    "gaussian_noise_multiplier",
+    "paper_rule_epsilon",
+    "parallel_per_step_epsilons",
+    "per_step_epsilon",
+]
 
 
 @dataclass(frozen=True)
@@ -243,6 +252,32 @@ def _closed_form_guess(epsilon: float, delta: float, k: int, accountant: str) ->
     return None
 
 
+def filter_per_step_epsilon(epsilon: float, delta: float, count: int) -> float:
+    r"""Largest eps0 (rounded down) for which a fresh WRRW23 filter admits ``count`` eps0-DP steps. Spec P3, A3.
+
+    The fully adaptive filter (:class:`~dpsco_lib.privacy.accounting.composition.AdvancedCompositionFilter`)
+    admits k equal steps iff sqrt(2 log(1/delta) S) + S/2 <= epsilon with S = k eps0^2, i.e.
+    S <= s* = (sqrt(2 log(1/delta) + 2 epsilon) - sqrt(2 log(1/delta)))^2: the closed form eps0 = sqrt(s*/k)
+    (times 1 - 1e-12) seeds the answer, which is then decreased until the filter's *own* admission test
+    (``try_spend_many(eps0, count=k, all_or_nothing=True)`` on a fresh filter) admits all k steps, so the
+    calibration and the filter that stops the run cannot disagree. Cached (sweeps call it with the same
+    arguments many times).
+    """
+    return _filter_per_step_epsilon(check_epsilon(epsilon), check_delta(delta, allow_zero=False),
+                                    check_int(count, "count", lo=1))
+
+
+@lru_cache(maxsize=65536)
+def _filter_per_step_epsilon(eps: float, dl: float, k: int) -> float:
+    from dpsco_lib.privacy.accounting.composition import AdvancedCompositionFilter
+
+    a = 2.0 * math.log(1.0 / dl)
+    e0 = math.sqrt((math.sqrt(a + 2.0 * eps) - math.sqrt(a)) ** 2 / k) * (1.0 - 1e-12)
+    while AdvancedCompositionFilter(eps, dl).try_spend_many(e0, count=k, all_or_nothing=True) != k:
+        e0 *= 1.0 - 1e-9  # pragma: no cover - float safety
+    return e0
+
+
 @lru_cache(maxsize=4096)
 def gaussian_noise_multiplier(
     epsilon: float, delta: float, *, count: int = 1, accountant: str = "gdp"
@@ -275,35 +310,6 @@ def gaussian_noise_multiplier(
     guess = math.sqrt(k * 2.0 * math.log(1.25 / delta)) / epsilon
     return calibrate(make, epsilon=epsilon, delta=delta, accountant=accountant, bracket=(guess / 8.0, guess),
                      increasing=False, guess=guess)
-
-
-__all__.append("gaussian_noise_multiplier")
-
-def filter_per_step_epsilon(epsilon: float, delta: float, count: int) -> float:
-    r"""Largest eps0 (rounded down) for which a fresh WRRW23 filter admits ``count`` eps0-DP steps. Spec P3, A3.
-
-    The fully adaptive filter (:class:`~dpsco_lib.privacy.accounting.composition.AdvancedCompositionFilter`)
-    admits k equal steps iff sqrt(2 log(1/delta) S) + S/2 <= epsilon with S = k eps0^2, i.e.
-    S <= s* = (sqrt(2 log(1/delta) + 2 epsilon) - sqrt(2 log(1/delta)))^2: the closed form eps0 = sqrt(s*/k)
-    (times 1 - 1e-12) seeds the answer, which is then decreased until the filter's *own* admission test
-    (``try_spend_many(eps0, count=k, all_or_nothing=True)`` on a fresh filter) admits all k steps, so the
-    calibration and the filter that stops the run cannot disagree. Cached (sweeps call it with the same
-    arguments many times).
-    """
-    return _filter_per_step_epsilon(check_epsilon(epsilon), check_delta(delta, allow_zero=False),
-                                    check_int(count, "count", lo=1))
-
-
-@lru_cache(maxsize=65536)
-def _filter_per_step_epsilon(eps: float, dl: float, k: int) -> float:
-    from dpsco_lib.privacy.accounting.composition import AdvancedCompositionFilter
-
-    a = 2.0 * math.log(1.0 / dl)
-    e0 = math.sqrt((math.sqrt(a + 2.0 * eps) - math.sqrt(a)) ** 2 / k) * (1.0 - 1e-12)
-    while AdvancedCompositionFilter(eps, dl).try_spend_many(e0, count=k, all_or_nothing=True) != k:
-        e0 *= 1.0 - 1e-9  # pragma: no cover - float safety
-    return e0
-
 
 
 def parallel_per_step_epsilons(
@@ -370,4 +376,3 @@ def _parallel_per_step_epsilons(counts: tuple[int, ...], epsilon: float, delta: 
     return _parallel_split(cal.value, delta, counts), cal
 
 
-__all__.append("parallel_per_step_epsilons")
