@@ -105,6 +105,8 @@ _T_EVB = "tests/test_events_budget.py"
 _T_AUDIT = "tests/test_audit.py"
 _T_GEO = "tests/test_geometry.py"
 _CONTRACT = "tests/test_algorithm_contract.py"
+#: The contract check every private algorithm must pass: its ledger certifies at most the target.
+_CERT = f"{_CONTRACT}::test_certificate_at_most_target_at_theory_defaults"
 
 # ---------------------------------------------------------------------------------------------------------------
 # Mechanisms (Spec P1, P2, P4, G1)
@@ -214,7 +216,8 @@ _ACCOUNTING = (
         "eps = np.where(delta**2 + np.expm1(-r) > 0, 0.0, eps)",
         "eps = np.where(delta + np.expm1(-r) > 0, 0.0, eps)",
         "accounting", "Bretagnolle-Huber shortcut with delta instead of delta^2: certifies eps = 0 too early",
-        (_T_ACC,), ("02",),
+        (_T_ACC, "tests/test_mutation_catches.py::test_rdp_certificate_never_below_the_exact_gaussian_curve"),
+        ("02",),
     ),
     Mutant(
         "acc-gg-rdp-kappa", _ACC + "rdp.py",
@@ -242,7 +245,7 @@ _ACCOUNTING = (
         "SelfComposedEvent(event, last.repetitions + count)",
         "SelfComposedEvent(event, last.repetitions + 1)",
         "composition count", "ledger merge of a repeated record adds 1 instead of its count (steps lost)",
-        (f"{_T_ACC}::test_ledger_coalesces_repeated_records", _T_ACC, _CONTRACT), ("02",), fast=True,
+        (f"{_T_ACC}::test_ledger_coalesces_repeated_records", _T_ACC, _CERT), ("02",), fast=True,
     ),
     Mutant(
         "acc-gauss-calibration-count", _ACC + "budget.py",
@@ -383,7 +386,6 @@ _GEOMETRY = (
 # or its output wrong in value. Caught by the algorithm's own tests, the contract's certificate check, the fast-path
 # reference tests, its audits and its smoke notebook.
 # ---------------------------------------------------------------------------------------------------------------
-_CERT = f"{_CONTRACT}::test_certificate_at_most_target_at_theory_defaults"
 
 
 def _alg(mid: str, module: str, find: str, replace: str, category: str, description: str, tests: tuple[str, ...],
