@@ -3,6 +3,7 @@
 Usage::
 
     python mutation/run.py [--fast] [--only ID ...] [--jobs N] [--no-notebooks] [--json out.json]
+                           [--deselect-broken] [--keep] [--list] [--target 0.95]
 
 For every selected mutant (:mod:`mutation.mutants`) the runner
 
@@ -18,7 +19,8 @@ For every selected mutant (:mod:`mutation.mutants`) the runner
 
 Before the mutants, the union of the selected tests and the union of the selected notebooks run once on an
 unmutated copy. A mutant whose tests fail on correct code is reported as *baseline-broken* and not scored (a
-broken baseline is not a catch); a notebook that fails on correct code is dropped from every mutant's notebooks.
+broken baseline is not a catch); with ``--deselect-broken`` it is scored on the rest of its tests instead (the
+failing node ids are deselected). A notebook that fails on correct code is dropped from every mutant's notebooks.
 
 The report is a table (id, category, what caught it, seconds) and three scores: overall, tests alone,
 notebooks alone. ``--json`` writes the records. Exit status: 0 when every scored mutant's result meets
@@ -167,13 +169,15 @@ def _tail(text: str, n: int = 25) -> str:
 
 
 def run_tests(copy: Path, tests: Sequence[str], *, stop_first: bool = True, jobs: int = 1,
-              timeout: float = TEST_TIMEOUT) -> _Channel:
+              timeout: float = TEST_TIMEOUT, deselect: Sequence[str] = ()) -> _Channel:
     """``python -m pytest -q -p no:cacheprovider [-x] <tests>`` in ``copy``; the failed node ids."""
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
     if stop_first:
         cmd.append("-x")
     if jobs > 1:
         cmd += ["-n", str(jobs)]
+    for node in deselect:
+        cmd += ["--deselect", node]
     res = _run([*cmd, *tests], copy, timeout)
     failed = tuple(m.group(2) for line in res.output.splitlines() if (m := _SUMMARY_LINE.match(line)))
     return _Channel(res.returncode, failed, res.seconds, _tail(res.output))
@@ -217,6 +221,7 @@ class Record:
     notebooks: list[str]
     caught_by_tests: list[str] = field(default_factory=list)
     caught_by_notebooks: list[str] = field(default_factory=list)
+    deselected: list[str] = field(default_factory=list)  # baseline failures left out (--deselect-broken)
     tests_seconds: float = 0.0
     notebooks_seconds: float = 0.0
     seconds: float = 0.0
@@ -283,30 +288,39 @@ def _tests_of(m: Mutant, fast: bool) -> tuple[str, ...]:
     return m.tests[:1] if fast else m.tests
 
 
-def _baseline_tests(test_sets: list[tuple[str, ...]], jobs: int, log) -> set[tuple[str, ...]]:  # noqa: ANN001
-    """The test sets that fail on an unmutated copy (one run of their union; per set if that run cannot tell)."""
+def _baseline_tests(test_sets: list[tuple[str, ...]], jobs: int, log  # noqa: ANN001
+                    ) -> dict[tuple[str, ...], tuple[str, ...] | None]:
+    """The test sets that fail on an unmutated copy, each with its failing node ids (None: not known).
+
+    One run of the union of the sets (without ``-x``); where that run cannot attribute its failures (a collection
+    error, a usage error, a timeout) each set runs on its own.
+    """
     union = list(dict.fromkeys(t for s in test_sets for t in s))
     if not union:
-        return set()
+        return {}
     copy = make_copy(prefix="dpsco-mutant-baseline-")
     try:
         check_import(copy)
         res = run_tests(copy, union, stop_first=False, jobs=jobs)
         log(f"baseline tests: {len(union)} entries, exit {res.returncode}, {res.seconds:.0f} s")
         if res.returncode == 0:
-            return set()
+            return {}
         if res.returncode == 1 and res.failed:
-            broken = {s for s in test_sets if any(_covers(e, node) for e in s for node in res.failed)}
             for node in res.failed:
                 log(f"  baseline failure: {node}")
-            return broken
-        broken = set()  # collection error, usage error or timeout: check each set on its own
+            out: dict[tuple[str, ...], tuple[str, ...] | None] = {}
+            for s in test_sets:
+                nodes = tuple(node for node in res.failed if any(_covers(e, node) for e in s))
+                if nodes:
+                    out[s] = nodes
+            return out
+        out = {}  # collection error, usage error or timeout: check each set on its own
         for s in test_sets:
             one = run_tests(copy, list(s), stop_first=True)
             if one.returncode != 0:
                 log(f"  baseline set {list(s)} fails (exit {one.returncode}): {one.failed or one.tail[-300:]}")
-                broken.add(s)
-        return broken
+                out[s] = None
+        return out
     finally:
         shutil.rmtree(copy, ignore_errors=True)
 
@@ -333,9 +347,11 @@ def _baseline_notebooks(notebooks: list[str], jobs: int, log) -> set[str]:  # no
         shutil.rmtree(copy, ignore_errors=True)
 
 
-def run_mutant(m: Mutant, *, tests: Sequence[str], notebooks: Sequence[str], keep: bool = False) -> Record:
-    """Copy, mutate, verify the import, run the tests then the notebooks; the mutant's record."""
-    rec = Record(m.id, m.category, m.file, m.description, "survived", list(tests), list(notebooks))
+def run_mutant(m: Mutant, *, tests: Sequence[str], notebooks: Sequence[str], keep: bool = False,
+               deselect: Sequence[str] = ()) -> Record:
+    """Copy, mutate, verify the import, run the tests (minus ``deselect``) then the notebooks; the mutant's record."""
+    rec = Record(m.id, m.category, m.file, m.description, "survived", list(tests), list(notebooks),
+                 deselected=list(deselect))
     start = time.perf_counter()
     copy = make_copy()
     try:
@@ -358,7 +374,7 @@ def run_mutant(m: Mutant, *, tests: Sequence[str], notebooks: Sequence[str], kee
             rec.caught_by_tests = ["import dpsco_lib"]
             return rec
         if tests:
-            res = run_tests(copy, tests)
+            res = run_tests(copy, tests, deselect=deselect)
             rec.tests_seconds = res.seconds
             if res.timed_out:
                 rec.caught_by_tests = [f"timeout after {res.seconds:.0f} s"]
@@ -392,9 +408,15 @@ def run_suite(
     notebooks: bool = True,
     fast: bool = False,
     keep: bool = False,
+    deselect_broken: bool = False,
     log=print,  # noqa: ANN001 - a print-like callable
 ) -> SuiteResult:
-    """Baseline, then every mutant (``jobs`` at a time); the records in the order of ``mutants``."""
+    """Baseline, then every mutant (``jobs`` at a time); the records in the order of ``mutants``.
+
+    A mutant whose test set fails on the unmutated copy is *baseline-broken* and not scored; with
+    ``deselect_broken`` it is scored on the rest of its tests instead (the failing node ids are deselected, so a
+    failure on correct code is never counted as a catch).
+    """
     start = time.perf_counter()
     use_nb = notebooks and not fast
     test_sets = sorted({_tests_of(m, fast) for m in mutants if _tests_of(m, fast)})
@@ -408,11 +430,12 @@ def run_suite(
     def one(m: Mutant) -> Record:
         tests = _tests_of(m, fast)
         nbs = [nb for nb in m.notebooks if nb not in broken_nb] if use_nb else []
-        if tests in broken_sets:
+        failing = broken_sets.get(tests, ()) if tests in broken_sets else ()
+        if tests in broken_sets and not (deselect_broken and failing):
             rec = Record(m.id, m.category, m.file, m.description, "baseline-broken", list(tests), nbs,
                          detail="its tests fail on the unmutated library: not scored")
         else:
-            rec = run_mutant(m, tests=tests, notebooks=nbs, keep=keep)
+            rec = run_mutant(m, tests=tests, notebooks=nbs, keep=keep, deselect=failing or ())
         by = ", ".join([*rec.caught_by_tests[:1], *rec.caught_by_notebooks[:1]])
         log(f"  {rec.id:<34} {rec.status:<16} {rec.seconds:6.1f} s  {by}")
         return rec
@@ -452,6 +475,10 @@ def format_report(result: SuiteResult) -> str:
     for r in result.records:
         if r.status in ("stale", "error", "baseline-broken") and r.detail:
             lines.append(f"  {r.id}: {r.detail[:400]}")
+    for r in result.records:
+        if r.deselected:
+            lines.append(f"  {r.id}: scored without {len(r.deselected)} test(s) failing on correct code "
+                         f"(--deselect-broken), e.g. {r.deselected[0]}")
     if result.broken_notebooks:
         lines.append(f"notebooks failing on the unmutated library (not used): {', '.join(result.broken_notebooks)}")
     return "\n".join(lines)
@@ -465,6 +492,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-notebooks", action="store_true", help="tests only")
     p.add_argument("--json", type=Path, default=None, help="write the records and scores to this file")
     p.add_argument("--keep", action="store_true", help="keep each mutant's copy (for debugging)")
+    p.add_argument("--deselect-broken", action="store_true",
+                   help="score a mutant whose tests partly fail on correct code on the rest (deselect the failures)")
     p.add_argument("--target", type=float, default=0.95, help="required fraction caught (default 0.95)")
     p.add_argument("--list", action="store_true", help="list the mutants and exit")
     return p
@@ -492,7 +521,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(msg, flush=True)
 
     result = run_suite(mutants, jobs=args.jobs, notebooks=not args.no_notebooks, fast=args.fast, keep=args.keep,
-                       log=log)
+                       deselect_broken=args.deselect_broken, log=log)
     print()
     print(format_report(result))
     if args.json:
