@@ -226,24 +226,31 @@ def add_citation_box(app: Any, doctree: Any) -> None:
 
 
 class AlgorithmRegistry(SphinxDirective):
-    """``.. algorithm-registry::``: the registry table, then ``automodule`` of each registered module."""
+    """``{algorithm-registry}`` (in a MyST page): the registry table, then ``automodule`` of each registered module.
+
+    The generated content is MyST Markdown (a ``{list-table}``, ``{py:func}`` and ``{doc}`` roles and
+    ``{eval-rst}`` blocks for autodoc), because inside a MyST page a directive's nested content is parsed by MyST
+    (and a backtick fence's title may not contain backticks).
+    """
 
     has_content = False
 
     def _lines(self) -> list[str]:
         from dpsco_lib.algorithms.registry import REGISTRY
 
-        out = [".. list-table:: The registered algorithms (``dpsco_lib.algorithms.registry.REGISTRY``)",
-               "   :header-rows: 1", "   :widths: 22 8 30 14 26", "",
-               "   * - Algorithm", "     - Result", "     - Runner", "     - Neighbours", "     - Notebook"]
+        out = ["```{list-table} The registered algorithms (dpsco_lib.algorithms.registry.REGISTRY)",
+               ":header-rows: 1", ":widths: 24 8 30 14 24", "",
+               "* - Algorithm", "  - Result", "  - Runner", "  - Neighbours", "  - Notebook"]
         for r in REGISTRY:
             rel = (r.relation or "non-private").replace("_", "-")
-            out += [f"   * - {r.name}", f"     - {r.spec}", f"     - :func:`~{r.runner.__module__}.{r.runner.__name__}`",
-                    f"     - {rel}", f"     - :doc:`/notebooks/{r.notebook}`"]
+            out += [f"* - {r.name}", f"  - {r.spec}", f"  - {{py:func}}`~{r.runner.__module__}.{r.runner.__name__}`",
+                    f"  - {rel}", f"  - {{doc}}`/notebooks/{r.notebook}`"]
+        out += ["```", ""]
         modules = ["dpsco_lib.algorithms._result", "dpsco_lib.algorithms.registry"]
         modules += [m for m in dict.fromkeys(r.runner.__module__ for r in REGISTRY) if m not in modules]
         for m in modules:
-            out += ["", f".. rubric:: ``{m}``", "", f".. automodule:: {m}", "   :members:", ""]
+            out += [f"```{{rubric}} {m}", "```", "", "```{eval-rst}", f".. automodule:: {m}", "   :members:",
+                    "```", ""]
         return out
 
     def run(self) -> list[Any]:
