@@ -187,6 +187,10 @@ class BlockSampler(ABC):
 class DataStream:
     """n records in blocks of at most ``block_size`` (streaming data); see the module docstring.
 
+    Iterating yields the blocks; a stream can be iterated any number of times and every pass yields the same
+    blocks. ``n_blocks`` is ceil(n / block_size). Build one with ``problem.stream(n, rng, block_size)``
+    (:func:`problem_stream`) or :meth:`from_dataset`.
+
     Parameters
     ----------
     n, d, block_size : int
@@ -195,10 +199,6 @@ class DataStream:
         Starts one pass; every call must yield the same blocks (the stream checks their sizes).
     bounded_memory : bool
         True when a pass holds O(block_size x d) memory, False when the records are held in memory.
-
-    Iterating yields the blocks; a stream can be iterated any number of times and every pass yields the same
-    blocks.  ``n_blocks`` is ceil(n / block_size).  Build one with :meth:`Problem.stream
-    <dpsco_lib.problems.Problem.stream>` (or :func:`problem_stream`) or :meth:`from_dataset`.
     """
 
     __slots__ = ("_blocks", "_block_size", "_bounded", "_d", "_n")
