@@ -107,6 +107,7 @@ _T_GEO = "tests/test_geometry.py"
 _CONTRACT = "tests/test_algorithm_contract.py"
 #: The contract check every private algorithm must pass: its ledger certifies at most the target.
 _CERT = f"{_CONTRACT}::test_certificate_at_most_target_at_theory_defaults"
+_CATCH = "tests/test_mutation_catches.py::"  # checks added for mutants the other tests let survive
 
 # ---------------------------------------------------------------------------------------------------------------
 # Mechanisms (Spec P1, P2, P4, G1)
@@ -216,7 +217,7 @@ _ACCOUNTING = (
         "eps = np.where(delta**2 + np.expm1(-r) > 0, 0.0, eps)",
         "eps = np.where(delta + np.expm1(-r) > 0, 0.0, eps)",
         "accounting", "Bretagnolle-Huber shortcut with delta instead of delta^2: certifies eps = 0 too early",
-        (_T_ACC, "tests/test_mutation_catches.py::test_rdp_certificate_never_below_the_exact_gaussian_curve"),
+        (_T_ACC, _CATCH + "test_rdp_certificate_never_below_the_exact_gaussian_curve"),
         ("02",),
     ),
     Mutant(
@@ -412,7 +413,7 @@ _ALGORITHMS: tuple[Mutant, ...] = (
     _alg("alg-dpsgd-clip-noise", "dp_sgd.py",
          "noise_std=sigma * C * factor", "noise_std=sigma * factor",
          "sensitivity", "DP-SGD noise std sigma instead of sigma C: the clipping norm (sensitivity) is forgotten",
-         ("tests/test_dp_sgd.py", _CERT), ("14",)),
+         ("tests/test_dp_sgd.py", _CERT, _CATCH + "test_dp_sgd_canary_audit_with_clipping_norm_above_one"), ("14",)),
     _alg("alg-dpsgd-sampling", "dp_sgd.py",
          "mask = rng.random(n) < q", "mask = rng.random(n) > q",
          "sampling rate", "DP-SGD Poisson mask with the comparison reversed: records are kept at rate 1 - q",
@@ -473,7 +474,8 @@ _ALGORITHMS: tuple[Mutant, ...] = (
     _alg("alg-n1-vrfw-scale", "nonconvex.py",
          "scales = (2.0 / prm.eps0) * noise_mult * sens", "scales = (1.0 / prm.eps0) * noise_mult * sens",
          "noise scale", "nonconvex VR-FW report-noisy-min with the monotone scale s/eps0",
-         ("tests/test_nonconvex.py", _CERT), ("07",)),
+         ("tests/test_nonconvex.py", _CERT,
+          _CATCH + "test_nonconvex_vr_fw_laplace_scales_are_the_general_report_noisy_min_scales"), ("07",)),
     _alg("alg-n1-vrfw-correction", "nonconvex.py",
          "grad = (1.0 - eta) * (grad + g_new - mean_grad(x_prev, batch)) + eta * g_new",
          "grad = (1.0 - eta) * grad + eta * g_new",
@@ -482,7 +484,8 @@ _ALGORITHMS: tuple[Mutant, ...] = (
     _alg("alg-n1-prox-disjoint", "nonconvex.py",
          "batch = data[t * N:(t + 1) * N]", "batch = data[t:t + N]",
          "composition count", "proximal batches overlap (a sliding window) under a parallel-composition ledger",
-         ("tests/test_nonconvex.py", _CERT), ("07",)),
+         ("tests/test_nonconvex.py", _CERT,
+          _CATCH + "test_proximal_weakly_convex_uses_each_record_in_one_subproblem_only"), ("07",)),
     _alg("alg-n1-prox-step", "nonconvex.py",
          "etas = 2.0 / (mu * (k_idx + 1.0))", "etas = 2.0 / (mu * k_idx)",
          "step size", "proximal subproblem step 2/(mu k) instead of 2/(mu (k + 1)) (first step twice too long)",
@@ -515,12 +518,16 @@ _ALGORITHMS: tuple[Mutant, ...] = (
     _alg("alg-a4-score-sensitivity", "boosted_saddle.py",
          'max(2.0 * float(np.max(r_i)) / split["n_gap"], _TINY)', 'max(float(np.max(r_i)) / split["n_gap"], _TINY)',
          "sensitivity", "Algorithm 4 gap-score sensitivity r/n_g instead of 2 r/n_g (replace-one)",
-         ("tests/test_boosted_saddle.py", _CERT), ("11",)),
+         ("tests/test_boosted_saddle.py", _CERT,
+          _CATCH + "test_boosted_selection_temperature_matches_its_recorded_budget"),
+         ("11",)),
     _alg("alg-a4-selection-budget", "boosted_saddle.py",
          "select_candidate(gaps_hat, sensitivity=sens, epsilon=eps_aux, rng=rng)",
          "select_candidate(gaps_hat, sensitivity=sens, epsilon=eps, rng=rng)",
          "per-step budget", "Algorithm 4 selection spends the whole epsilon while the ledger records c epsilon",
-         ("tests/test_boosted_saddle.py", _CERT), ("11",)),
+         ("tests/test_boosted_saddle.py", _CERT,
+          _CATCH + "test_boosted_selection_temperature_matches_its_recorded_budget"),
+         ("11",)),
     # A5 anytime online-to-batch SMD
     _alg("alg-a5-eps-draw", "anytime_smd.py",
          "eps_draw=float(4.0 * eta_used * T_ * L0 / B)", "eps_draw=float(4.0 * eta_used * L0 / B)",
@@ -539,11 +546,12 @@ _ALGORITHMS: tuple[Mutant, ...] = (
          "exponential_mechanism(np.abs(est - true), sensitivity=1.0, epsilon=eps0",
          "exponential_mechanism(np.abs(est - true), sensitivity=1.0, epsilon=2.0 * eps0",
          "per-step budget", "MWEM selection spends the round's whole budget 2 eps0 (recorded as eps0)",
-         ("tests/test_mwem.py", _CERT), ("13",)),
+         ("tests/test_mwem.py", _CERT, _CATCH + "test_mwem_first_selection_is_the_exponential_mechanism_at_eps0"),
+         ("13",)),
     _alg("alg-mwem-mw-step", "mwem.py",
          "z = log_a + q * ((measured - est) / (2.0 * n))", "z = log_a + q * ((measured - est) / n)",
          "step size", "MWEM multiplicative-weights update with factor 1/n instead of HLM12's 1/(2n)",
-         ("tests/test_mwem.py",), ("13",)),
+         ("tests/test_mwem.py", _CATCH + "test_mwem_one_round_is_the_hlm12_update"), ("13",)),
     _alg("alg-x2-lifted-L0", "dpsco_lib/problems/lifted.py",
          "L0=max(R * Ba, lmax) / pmin,", "L0=max(R * Ba, lmax),",
          "sensitivity", "group-robust lift without the 1/pi_min group weight in L0 (Algorithm 1 noise too small)",
