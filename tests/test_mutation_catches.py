@@ -13,14 +13,15 @@ from scipy import stats
 
 from dpsco_lib.algorithms.dp_sgd import run_dp_sgd
 from dpsco_lib.algorithms.mwem import run_mwem
+from dpsco_lib.algorithms.poly_sfw import run_poly_sfw, run_poly_sfw_reference
 from dpsco_lib.algorithms.registry import get_algorithm
 from dpsco_lib.algorithms.vr_sensitivity import vr_sensitivities
-from dpsco_lib.geometry.sets import LpBall
+from dpsco_lib.geometry.sets import L1Ball, LpBall, Simplex
 from dpsco_lib.privacy.accounting import gdp_epsilon, rdp_to_epsilon
 from dpsco_lib.privacy.accounting.rdp import rdp_gaussian
 from dpsco_lib.privacy.audit import mu_gdp_lower_bound
 from dpsco_lib.privacy.mechanisms import exponential_mechanism_log_probs, gaussian_epsilon_analytic
-from dpsco_lib.problems import Dataset
+from dpsco_lib.problems import Dataset, random_least_squares
 from dpsco_lib.problems.base import Problem
 
 
@@ -219,3 +220,63 @@ def test_mwem_first_selection_is_the_exponential_mechanism_at_eps0():
     obs, exp_, exp2 = obs[exp_ > 0], exp_[exp_ > 0], exp2[exp_ > 0]
     assert stats.chisquare(obs, exp_).pvalue > 1e-3
     assert stats.chisquare(obs, exp2 * exp_.sum() / exp2.sum()).pvalue < 1e-3  # power against the 2 eps0 law
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Variance-reduced recursions (mutants alg-polysfw-vr-correction, alg-gg-naive-correction)
+# ---------------------------------------------------------------------------------------------------------------
+def test_poly_sfw_fast_loop_matches_the_reference_when_the_scores_decide():
+    """The fast Poly-SFW loop reproduces the textbook loop bit for bit also with negligible noise, where every
+    selection is decided by the variance-reduced estimate (at the theory noise the selections are noise-dominated
+    and a wrong estimate can go unseen)."""
+    rng = np.random.default_rng(5)
+    for fset in (Simplex(20), L1Ball(20, 2.0)):
+        prob = random_least_squares(fset, 1.0, rng, k=4)
+        data = prob.sample(401, rng)
+        kw = dict(epsilon=1.0, delta=1e-6, trace=True, _noise_multiplier=1e-12)
+        res = run_poly_sfw(prob, data, rng=np.random.default_rng(9), **kw)
+        ref = run_poly_sfw_reference(prob, data, rng=np.random.default_rng(9), **kw)
+        assert np.array_equal(res.trace["selected"], ref.trace["selected"])
+        assert np.array_equal(res.x, ref.x)
+
+
+def test_gg_vr_sfw_naive_estimate_is_exact_when_all_records_agree():
+    """With n copies of one record every mini-batch gradient is the full gradient, so the variance-reduced estimate
+    nabla_t = (1 - eta)(nabla_{t-1} + g_t(x_t) - g_t(x_{t-1})) + eta g_t(x_t) equals grad F(x_t) at every step
+    (induction); with negligible noise the released estimates must be the gradients at the iterates they drive."""
+    rec = get_algorithm("F3 GG-VR-SFW naive")
+    ex = rec.example(np.random.default_rng(0))
+    prob, data = ex.args[0], ex.args[1]
+    same = Dataset(np.repeat(np.asarray(data.X)[:1], data.n, axis=0), np.repeat(np.asarray(data.y)[:1], data.n))
+    res = rec.runner(prob, same, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(1), trace=True,
+                     _noise_multiplier=1e-12, **ex.kwargs)
+    est, eta = res.trace["estimate"], float(res.params["step_size"])
+    x = np.zeros(prob.d)  # the naive loop starts from x_0 = 0
+    for t in range(est.shape[0]):
+        np.testing.assert_allclose(est[t], prob.mean_grad(x, same), rtol=1e-7, atol=1e-9)
+        x = (1.0 - eta) * x + eta * prob.feasible_set.lmo(est[t])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Proximal method for weakly convex losses: the inner step sizes 2/(mu (k + 1)) (mutant alg-n1-prox-step)
+# ---------------------------------------------------------------------------------------------------------------
+def test_proximal_weakly_convex_first_subproblem_follows_its_documented_recursion():
+    """Without noise, the first outer iterate is the k-weighted average of K projected subgradient steps
+    y <- Proj(y - 2/(mu (k + 1)) (grad f_S(y) + beta (y - x_0))), k = 1..K, on the first batch of N records."""
+    rec = get_algorithm("N1 proximal weakly convex")
+    ex = rec.example(np.random.default_rng(0))
+    prob, data = ex.args[0], ex.args[1]
+    res = rec.runner(prob, data, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(1), trace=True,
+                     _noise_multiplier=1e-15, **ex.kwargs)
+    prm = res.params
+    K, N, beta, mu = prm["inner_steps"], prm["batch_size"], prm["beta"], prm["mu"]
+    x0 = np.asarray(prob.feasible_set.center(), dtype=np.float64)
+    batch = data[:N]
+    k = np.arange(1, K + 1, dtype=np.float64)
+    w = k / k.sum()
+    y, avg = x0.copy(), np.zeros_like(x0)
+    for i in range(K):
+        avg += w[i] * y
+        y = prob.feasible_set.project(y - 2.0 / (mu * (k[i] + 1.0)) * (prob.mean_grad(y, batch) + beta * (y - x0)))
+    np.testing.assert_allclose(res.trace["x"][0], x0)
+    np.testing.assert_allclose(res.trace["x"][1], avg, rtol=1e-9, atol=1e-12)
