@@ -176,3 +176,15 @@ def test_build_refuses_a_failed_notebook(tiny_book, capsys):
     assert "refusing to publish 91_fail" in err and "VERDICT 91_fail: FAIL" in err
     assert (html / "90_pass.html").is_file() and not (html / "91_fail.html").exists()
     assert cli.main(["build", "--all"]) == 1
+
+
+def test_list_into_a_closed_pipe_stops_quietly():
+    import subprocess
+    import sys
+
+    code = "import sys; from dpsco_lib import cli; sys.exit(cli.main(['list']))"
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()  # like `dpsco list | head -1`: read one line, then close the pipe
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and "Traceback" not in err and "BrokenPipe" not in err
