@@ -182,7 +182,10 @@ def test_list_into_a_closed_pipe_stops_quietly():
     import subprocess
     import sys
 
-    code = "import sys; from dpsco_lib import cli; sys.exit(cli.main(['list']))"
+    # a listing far longer than any pipe buffer, so the write after the reader has gone does fail
+    code = ("import sys; from dpsco_lib import cli\n"
+            "cli._list = lambda root, paths: [print('notebook', i) for i in range(10**6)]\n"
+            "sys.exit(cli.main(['list']))")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.readline()  # like `dpsco list | head -1`: read one line, then close the pipe
     proc.stdout.close()
