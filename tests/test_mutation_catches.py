@@ -7,6 +7,8 @@ named in its docstring; ``make mutants`` runs them against it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -17,7 +19,15 @@ from dpsco_lib.algorithms.poly_sfw import run_poly_sfw, run_poly_sfw_reference
 from dpsco_lib.algorithms.registry import get_algorithm
 from dpsco_lib.algorithms.vr_sensitivity import vr_sensitivities
 from dpsco_lib.geometry.sets import L1Ball, LpBall, Simplex
-from dpsco_lib.privacy.accounting import gdp_epsilon, rdp_to_epsilon
+from dpsco_lib.privacy.accounting import (
+    GaussianEvent,
+    SelfComposedEvent,
+    SubsampledGaussianEvent,
+    certify_events,
+    gdp_epsilon,
+    rdp_to_epsilon,
+    to_replace_one,
+)
 from dpsco_lib.privacy.accounting.rdp import rdp_gaussian
 from dpsco_lib.privacy.audit import mu_gdp_lower_bound
 from dpsco_lib.privacy.mechanisms import exponential_mechanism_log_probs, gaussian_epsilon_analytic
@@ -280,3 +290,64 @@ def test_proximal_weakly_convex_first_subproblem_follows_its_documented_recursio
         y = prob.feasible_set.project(y - 2.0 / (mu * (k[i] + 1.0)) * (prob.mean_grad(y, batch) + beta * (y - x0)))
     np.testing.assert_allclose(res.trace["x"][0], x0)
     np.testing.assert_allclose(res.trace["x"][1], avg, rtol=1e-9, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Relation conversion: group privacy of two and its delta (mutants rel-group-of-two-delta, rel-conversion-delta-split)
+# ---------------------------------------------------------------------------------------------------------------
+def _subsampled_block():
+    return to_replace_one(SelfComposedEvent(SubsampledGaussianEvent(1.2, 0.05), 200))
+
+
+@pytest.mark.parametrize("delta", [1e-6, 1e-3])
+def test_group_of_two_conversion_is_sound(delta):
+    """(eps, d')-DP under add/remove gives (2 eps, (1 + e^eps) d') under replace-one: the replace-one certificate c
+    of a converted block must come from an add/remove certificate c/2 valid at d' = delta/(1 + e^(c/2))."""
+    block = _subsampled_block()
+    # method "rdp" names the accountant of the (empty) rest; the block itself is certified by its best accountant
+    c = certify_events((block,), delta, "rdp")
+    d_prime = delta / (1.0 + math.exp(c / 2.0))
+    assert certify_events(block.events, d_prime) <= c / 2.0 * (1 + 1e-9)
+
+
+def test_conversion_blocks_and_the_rest_split_delta_in_half():
+    """A run with a conversion block and other events: basic composition of the block at delta/2 and of the rest at
+    delta/2 (module docstring of the ledger); both parts at their share, never the block at all of delta."""
+    delta = 1e-5
+    block, rest = _subsampled_block(), SelfComposedEvent(GaussianEvent(8.0), 20)
+    total = certify_events((block, rest), delta, "rdp")
+    expected = certify_events((block,), delta / 2.0, "rdp") + certify_events((rest,), delta / 2.0, "rdp")
+    assert total == pytest.approx(expected, rel=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Noisy SGD: disjoint batches of exactly b records per epoch (mutant alg-noisysgd-batch-overlap)
+# ---------------------------------------------------------------------------------------------------------------
+def test_noisy_sgd_batches_are_disjoint_within_an_epoch():
+    """Each epoch's Gaussian mechanism has sensitivity 2 L0/b only if its batches hold b records each and no record
+    twice: the gradient oracle sees exactly b records per step, and within an epoch the records it sees are a
+    sub-multiset of the data."""
+    rec = get_algorithm("S2 noisy SGD")
+    ex = rec.example(np.random.default_rng(0))
+    prob, data = ex.args[0], ex.args[1]
+    calls: list[np.ndarray] = []
+    original = prob._mean_grad
+
+    def recording(x, batch):
+        calls.append(np.column_stack([np.asarray(batch.X), np.asarray(batch.y)]))
+        return original(x, batch)
+
+    prob._mean_grad = recording
+    try:
+        res = rec.runner(prob, data, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(1), **ex.kwargs)
+    finally:
+        del prob._mean_grad
+    b, per_epoch = res.params["batch_size"], res.params["batches_per_epoch"]
+    assert len(calls) == res.params["T"]
+    assert all(c.shape[0] == b for c in calls)
+    rows = np.column_stack([np.asarray(data.X), np.asarray(data.y)])
+    have, n_have = np.unique(rows, axis=0, return_counts=True)
+    avail = {r.tobytes(): c for r, c in zip(have, n_have, strict=True)}
+    for e in range(0, len(calls), per_epoch):
+        used, n_used = np.unique(np.concatenate(calls[e:e + per_epoch]), axis=0, return_counts=True)
+        assert all(c <= avail.get(r.tobytes(), 0) for r, c in zip(used, n_used, strict=True)), f"epoch at step {e}"
