@@ -70,12 +70,35 @@ a block of steps is drawn at once (standard Laplace, scaled by ``lambda_t`` per 
 report-noisy-min with scale ``lambda_t`` exactly. The library works in the idealized real-arithmetic
 model with float64 noise from a non-cryptographic RNG. :func:`run_poly_sfw_reference` is the same algorithm
 written as a plain loop (per-step draws, allocating updates); the tests compare the two bit for bit.
+
+The initial gradient ``nabla_0`` is the sum of per-chunk gradient sums added in order, the chunks being
+``max(1, 2^18 // d)`` consecutive records counted from the first one; its rounding therefore depends only on the
+records, never on how they are stored or delivered.
+
+Streaming (issue "streaming data"). :func:`run_poly_sfw` also takes a
+:class:`~dpsco_lib.problems.stream.DataStream` (``problem.stream(n, rng, block_size)``). Guaranteed (checked by
+tests/test_poly_sfw_stream.py):
+
+* **bit-identity**: the result (``x``, the ledger, the trace) equals the in-memory run on the same records
+  (``problem.sample(n, rng)`` for a generator in the same state) with the same algorithm ``rng``, bit for bit,
+  for every block size: the records are read in order, the first ``m`` re-cut into the chunks above, the update
+  records used one by one with the same float64 operations, and the noise drawn from ``rng`` alone;
+* **one pass, bounded memory**: the blocks are read once and the ``n x d`` matrix is never formed; the run holds
+  one or two blocks, one gradient chunk (2 MB), the noise of a block of steps (at most
+  ``max(2^18, |V|)`` float64 values) and ``O(d + |V|)`` vectors, so ``O(block_size d + |V|)`` memory besides
+  three length-``T + 1`` arrays of per-step scalars (sensitivities, Laplace scales, selected indices: 24 bytes
+  a step) when the stream is ``bounded_memory``;
+* **validation per block**: every block is checked against the declared bounds when it is read (``ValueError``
+  naming the block's records; the run stops, nothing is returned), and a stream whose ``d`` is not the
+  problem's is refused before any record is read.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -98,6 +121,7 @@ from dpsco_lib.privacy.accounting.budget import check_accountant, per_step_epsil
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.least_squares import row_grad_oracle
+from dpsco_lib.problems.stream import DataStream
 
 __all__ = [
     "PolySfwParams",
@@ -110,6 +134,10 @@ __all__ = [
 # Largest number of standard-Laplace draws materialized at once (2 MB of float64: a block stays in cache;
 # the draws are a sequential stream, so the block size does not change any value).
 _NOISE_BLOCK_ENTRIES = 262_144
+# The initial gradient sums the first m records in chunks of max(1, _GRAD_CHUNK_ENTRIES // d) records counted from
+# the first record (2 MB of gradients at once), whatever blocks the records arrive in: the same float64 operations
+# for a Dataset and for a DataStream of any block size, so the two give the same bits.
+_GRAD_CHUNK_ENTRIES = 262_144
 
 
 def _selection_epsilon(epsilon: float, delta: float, k: int, accountant: str) -> float:
@@ -254,7 +282,7 @@ def poly_sfw_theory_params(
 # ---------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Setup:
-    data: Dataset
+    data: Dataset | DataStream  # a validated Dataset, or a stream whose blocks are validated as they are read
     n_vertices: int
     scores_of: Any
     move: Any
@@ -265,7 +293,7 @@ class _Setup:
     noise_mult: float
 
 
-def _setup(problem: Problem, data: Dataset, epsilon: float, delta: float, rng: Any, step_constant: float,
+def _setup(problem: Problem, data: Dataset | DataStream, epsilon: float, delta: float, rng: Any, step_constant: float,
            step_size: float | None, accountant: str, trace: bool, noise_multiplier: float) -> _Setup:
     if not isinstance(problem, Problem):
         raise ParameterTypeError(f"problem must be a dpsco_lib.problems.Problem, got {type(problem).__name__}")
@@ -283,7 +311,11 @@ def _setup(problem: Problem, data: Dataset, epsilon: float, delta: float, rng: A
         n_vertices, scores_of, move = vertex_oracle(fset)
     except (ValueError, TypeError, NotImplementedError) as exc:
         raise ValueError(f"problem must have a polytope feasible set with a vertex oracle: {exc}") from exc
-    data = problem.validate_data(data)
+    if isinstance(data, DataStream):
+        if data.d != problem.d:
+            raise ValueError(f"data stream must have d = {problem.d} feature columns (the problem's), got {data.d}")
+    else:
+        data = problem.validate_data(data)
     if data.n < 2:
         raise ValueError(f"data must hold n >= 2 records for Poly-SFW (one batch and one update), got {data.n}")
     D = float(fset.diameter(problem.p))
@@ -328,15 +360,91 @@ def _result(problem: Problem, st: _Setup, x: np.ndarray, selected: np.ndarray, s
     return Result(x=x, trace=tr, params=params, ledger=ledger, info=info)
 
 
+def _checked_blocks(problem: Problem, stream: DataStream) -> Iterator[Dataset]:
+    """The blocks of one pass over ``stream``, each checked against the problem's declared bounds when it is read."""
+    lo = 0
+    for block in stream:
+        try:
+            block = problem.validate_data(block)
+        except ValueError as exc:
+            raise ValueError(f"data stream block of records [{lo}, {lo + block.n}): {exc}") from exc
+        lo += block.n
+        yield block
+
+
+def _concat(pieces: list[Dataset]) -> Dataset:
+    """The records of ``pieces`` in order, as one Dataset (the piece itself when there is one)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    first = pieces[0]
+    y = None if first.y is None else np.concatenate([p.y for p in pieces])
+    return Dataset(np.concatenate([p.X for p in pieces]), y,
+                   {k: np.concatenate([p.extras[k] for p in pieces]) for k in first.extras})
+
+
+def _rechunk(blocks: Iterator[Dataset], m: int, rows: int, rest: list[Dataset]) -> Iterator[Dataset]:
+    """The first ``m`` records of ``blocks`` in chunks of ``rows`` records (the last one shorter), whatever the
+    block sizes; the records after them in the block holding record ``m - 1`` are appended to ``rest``."""
+    pending: list[Dataset] = []
+    have, left = 0, m
+    while left > 0:
+        block = next(blocks)
+        take = min(left, block.n)
+        if take < block.n:
+            rest.append(block[take:])
+        left -= take
+        lo = 0
+        while lo < take:
+            k = min(rows - have, take - lo)
+            pending.append(block[lo:lo + k])
+            have, lo = have + k, lo + k
+            if have == rows or (left == 0 and lo == take):
+                yield _concat(pending)
+                pending, have = [], 0
+
+
+def _dataset_chunks(data: Dataset, m: int) -> Iterator[Dataset]:
+    """The first ``m`` records of ``data`` in chunks of ``max(1, _GRAD_CHUNK_ENTRIES // d)`` records (row views)."""
+    rows = max(1, _GRAD_CHUNK_ENTRIES // data.d)
+    return (data[lo:min(lo + rows, m)] for lo in range(0, m, rows))
+
+
+def _initial_gradient(problem: Problem, x0: np.ndarray, chunks: Iterable[Dataset], m: int) -> np.ndarray:
+    """``nabla_0 = (1/m) sum grad f(x_0; z)`` over the first ``m`` records: the chunks' sums added in order."""
+    total = np.zeros_like(x0)
+    for chunk in chunks:
+        np.add(total, problem._grad(x0, chunk).sum(axis=0), out=total)
+    return total / m
+
+
+def _records(problem: Problem, data: Dataset | DataStream, x0: np.ndarray, m: int
+             ) -> tuple[np.ndarray, Iterator[Dataset]]:
+    """``nabla_0`` and the update records ``z_1, ..., z_T`` as consecutive segments, in one pass over the data.
+
+    A Dataset gives one segment (a row view); a stream is read block by block (each block validated), its first
+    ``m`` records re-cut into the chunks of :func:`_dataset_chunks` (so ``nabla_0`` has the same bits), the rest
+    yielded as they come (the tail of the block holding record ``m - 1``, then the following blocks).
+    """
+    if isinstance(data, DataStream):
+        blocks = _checked_blocks(problem, data)
+        rest: list[Dataset] = []
+        rows = max(1, _GRAD_CHUNK_ENTRIES // data.d)
+        grad = _initial_gradient(problem, x0, _rechunk(blocks, m, rows, rest), m)
+        return grad, chain(rest, blocks)
+    grad = _initial_gradient(problem, x0, _dataset_chunks(data, m), m)
+    updates = data[m:]
+    return grad, iter((updates,))
+
+
 def _checkpoints(T: int, trace: bool) -> set[int]:
     return set(np.unique(np.round(np.geomspace(1, T + 1, num=40)).astype(int)).tolist()) if trace else set()
 
 
 def _fast_loop(problem: Problem, st: _Setup, rng: np.random.Generator, trace: bool
                ) -> tuple[np.ndarray, np.ndarray, list[int], list[np.ndarray]]:
-    """The optimized loop: block noise draws, in-place updates, the least-squares row oracle."""
-    fset, data, nv, scores_of, move, scales = problem.feasible_set, st.data, st.n_vertices, st.scores_of, \
-        st.move, st.scales
+    """The optimized loop: block noise draws, in-place updates, the least-squares row oracle; the update records
+    come in segments (one for a Dataset, the blocks of a stream), read in order and never held all at once."""
+    fset, nv, scores_of, move, scales = problem.feasible_set, st.n_vertices, st.scores_of, st.move, st.scales
     T, m, eta = st.params.T, st.params.batch_size, st.params.step_size
     # Noise for a block of steps at once: lambda_t * Lap(1) is exactly Lap(lambda_t). Each block is scaled by its
     # steps' lambda_t in one vectorized product (the same float64 products as scaling row by row), and the
@@ -348,20 +456,21 @@ def _fast_loop(problem: Problem, st: _Setup, rng: np.random.Generator, trace: bo
     snap_t: list[int] = []
     snap_x: list[np.ndarray] = []
     x_prev = np.asarray(fset.center(), dtype=np.float64).copy()
-    grad = problem.mean_grad(x_prev, data[:m])
+    grad, segments = _records(problem, st.data, x_prev, m)
     noise = rng.laplace(0.0, 1.0, size=(min(block, T + 1), nv))
     noise *= scales[: noise.shape[0], None]
     j = int(np.argmin(np.add(noise[0], scores_of(grad), out=buf)))
     selected[0] = j
     x = x_prev.copy()
     move(x, j, eta)
-    updates = data[m:]
-    # The records were validated above and the iterates are feasible by construction, so the per-step
-    # oracle skips re-validation (problem._grad is the vectorized per-record gradient of the family; least
-    # squares has a row oracle on the raw arrays that skips the one-record Dataset, bit-identically).
+    # The records were validated (a stream's blocks as they are read) and the iterates are feasible by
+    # construction, so the per-step oracle skips re-validation (problem._grad is the vectorized per-record
+    # gradient of the family; least squares has a row oracle on the raw arrays that skips the one-record
+    # Dataset, bit-identically: the row's values and operations do not depend on the segment holding it).
     per_record_grad = problem._grad
     row_grad = row_grad_oracle(problem)
-    Xu, yu = updates.X, updates.y
+    seg = next(segments)
+    Xu, yu, seg_n, i = seg.X, seg.y, seg.n, -1
     eta_arr = np.array(eta)  # a 0-d operand: the same IEEE products as the Python float, less call overhead
     keep_arr = np.array(1.0 - eta)
     g_new = np.empty(fset.d)
@@ -374,15 +483,19 @@ def _fast_loop(problem: Problem, st: _Setup, rng: np.random.Generator, trace: bo
     eta_neg = eta * -r_move
     add, sub, mul, copyto = np.add, np.subtract, np.multiply, np.copyto
     for t in range(1, T + 1):
+        i += 1
+        if i == seg_n:  # the next segment of update records (a stream's next block)
+            seg = next(segments)
+            Xu, yu, seg_n, i = seg.X, seg.y, seg.n, 0
         r = t % block
         if r == 0:
             noise = rng.laplace(0.0, 1.0, size=(min(block, T + 1 - t), nv))
             noise *= scales[t: t + noise.shape[0], None]
         if row_grad is not None:
-            row_grad(x, Xu, yu, t - 1, g_new)
-            row_grad(x_prev, Xu, yu, t - 1, g_old)
+            row_grad(x, Xu, yu, i, g_new)
+            row_grad(x_prev, Xu, yu, i, g_old)
         else:
-            rec = updates[t - 1: t]
+            rec = seg[i: i + 1]
             g_new[:] = per_record_grad(x, rec)[0]
             g_old[:] = per_record_grad(x_prev, rec)[0]
         # nabla_t = (1 - eta)(nabla_{t-1} + g_new - g_old) + eta g_new
@@ -413,7 +526,7 @@ def _fast_loop(problem: Problem, st: _Setup, rng: np.random.Generator, trace: bo
 
 def run_poly_sfw(
     problem: Problem,
-    data: Dataset,
+    data: Dataset | DataStream,
     *,
     epsilon: float,
     delta: float,
@@ -431,19 +544,28 @@ def run_poly_sfw(
     ``T = floor(n/2)`` single-record variance-reduced updates; ``T + 1`` report-noisy-min selections with
     Laplace scale ``2 s_t / eps0``.
 
+    ``data`` may be a :class:`~dpsco_lib.problems.stream.DataStream` (``problem.stream(n, rng, block_size)``):
+    its blocks are read once, in order, each checked against the declared bounds when it is read, and the
+    ``n x d`` matrix is never formed (memory ``O(block_size d + |V|)`` plus ``O(n)`` per-step scalars for a
+    memory-bounded stream). The output equals the in-memory run on the same records bit for bit, for every
+    block size (module docstring, "Streaming").
+
     Parameters
     ----------
     problem : Problem
         A convex problem whose feasible set is a polytope (Simplex, L1Ball, Polytope); constants ``L0``,
         ``L1`` in its setup norm ``p``.
-    data : Dataset
-        ``n >= 2`` records inside the problem's declared bounds (else ``ValueError``).
+    data : Dataset or DataStream
+        ``n >= 2`` records inside the problem's declared bounds (else ``ValueError``; for a stream, raised when
+        the offending block is read, naming its records; a stream whose ``d`` is not the problem's is refused
+        before any record is read).
     epsilon : float
         Target epsilon > 0.
     delta : float
         Target delta in [0, 1) (``delta = 0``: basic composition, pure DP).
     rng : numpy.random.Generator
-        The only source of randomness.
+        The only source of randomness of the algorithm (a stream's records come from the generator the stream
+        was built with).
     step_constant : float
         ``c > 0`` in ``eta = min(1, c ln(n/ln|V|)/T)``.
     step_size : float, optional
@@ -487,8 +609,12 @@ def run_poly_sfw_reference(
     """:func:`run_poly_sfw` written as a plain loop: the readable reference (same signature, same output bits).
 
     One Laplace draw of ``|V|`` values per step, ``problem.grad`` on a one-record dataset, allocating updates
-    and the vertex oracle's ``scores``/``move``; the tests compare it with the optimized loop bit for bit.
+    and the vertex oracle's ``scores``/``move``; the tests compare it with the optimized loop bit for bit (on a
+    Dataset and on a DataStream of the same records). ``data`` must be a Dataset (a stream: ``ValueError``;
+    pass ``stream.materialize()``).
     """
+    if isinstance(data, DataStream):
+        raise ValueError("data must be a Dataset for the reference loop, got a DataStream (use its materialize())")
     st = _setup(problem, data, epsilon, delta, rng, step_constant, step_size, accountant, trace, _noise_multiplier)
     T, m, eta = st.params.T, st.params.batch_size, st.params.step_size
     checkpoints = _checkpoints(T, trace)
@@ -496,7 +622,7 @@ def run_poly_sfw_reference(
     snap_x: list[np.ndarray] = []
     selected = np.empty(T + 1, dtype=np.int64)
     x_prev = np.asarray(problem.feasible_set.center(), dtype=np.float64).copy()
-    grad = problem.mean_grad(x_prev, st.data[:m])
+    grad = _initial_gradient(problem, x_prev, _dataset_chunks(st.data, m), m)  # nabla_0, chunk sums in order
     noise = rng.laplace(0.0, 1.0, size=st.n_vertices) * st.scales[0]
     selected[0] = j = int(np.argmin(noise + st.scores_of(grad)))
     x = x_prev.copy()
