@@ -21,6 +21,9 @@ The *sweep-scaling* case reproduces one real paper sweep of the book, the Algori
 notebook's ``gap_vs_n`` task, rebuilt from the same library calls, and :func:`sweep_grid` its paper grid
 (``SWEEP_N_GRID``, 13 points), run with the paper profile's replicates and the notebook's default seed.
 
+The *streaming* case (:func:`stream_poly_sfw`) runs Poly-SFW on ``STREAM_N = 1e7`` records of dimension 100 read
+from ``problem.stream`` in blocks (never all in memory) and measures its wall time, peak RSS and excess risk.
+
 Algorithms whose module is absent (written by other helpers) are reported as skipped, never silently dropped.
 """
 
@@ -46,6 +49,7 @@ __all__ = [
     "floor_pass",
     "make_problem",
     "resolve",
+    "stream_poly_sfw",
     "sweep_gap_vs_n",
     "sweep_grid",
 ]
@@ -291,3 +295,53 @@ def sweep_grid(n_grid: dict[str, tuple[int, ...]] | None = None) -> list[dict[st
     if bad:
         raise ValueError(f"n_grid regimes must be among {sorted(SWEEP_GAMES)}, got {bad}")
     return [{"regime": r, "n": int(n)} for r in SWEEP_GAMES if r in n_grid for n in n_grid[r]]
+
+
+# ------------------------------------------------------------------------------------------ streaming
+#: The streaming case of the issue "streaming data": Poly-SFW (Spec F1) on ``STREAM_N`` records of
+#: ``hard_least_squares(1.0, STREAM_D, set_kind="l1ball")`` streamed in blocks of ``STREAM_BLOCK`` records, at
+#: ``(STREAM_EPSILON, STREAM_DELTA)``; acceptance: peak memory under ``STREAM_TARGET_MB``.
+STREAM_N = 10_000_000
+STREAM_D = 100
+STREAM_BLOCK = 65_536
+STREAM_EPSILON = 2.0
+STREAM_DELTA = 1e-8
+STREAM_TARGET_MB = 1024.0
+
+
+def stream_poly_sfw(*, n: int = STREAM_N, d: int = STREAM_D, block_size: int = STREAM_BLOCK, seed: int = 0,
+                    accountant: str = "advanced", epsilon: float = STREAM_EPSILON,
+                    delta: float = STREAM_DELTA) -> dict[str, Any]:
+    """One streamed Poly-SFW run in this process, measured: wall and CPU seconds, peak RSS, excess risk.
+
+    The records are ``problem.stream(n, default_rng(seed), block_size)`` (never all in memory), the algorithm's
+    generator is ``default_rng(seed + 1000)``. ``seconds`` covers the stream's construction and the run;
+    ``peak_rss_mb`` is the process's ``ru_maxrss`` after the run (``rss_before_mb`` before it: the interpreter and
+    imports), so run it in a fresh process. ``ratio`` = excess risk / the trivial excess risk of ``x = 0``.
+    """
+    import resource
+
+    from dpsco_lib.algorithms.poly_sfw import run_poly_sfw
+    from dpsco_lib.problems.least_squares import hard_least_squares
+
+    problem = hard_least_squares(1.0, d, set_kind="l1ball")
+    trivial = problem.excess_risk(problem.feasible_set.center())  # solves the population optimum (untimed)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    c0 = time.process_time()
+    seconds, (stream, res) = timed(lambda: _stream_run(run_poly_sfw, problem, n, block_size, seed, accountant,
+                                                       epsilon, delta))
+    cpu = time.process_time() - c0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    excess = problem.excess_risk(res.x)
+    return {"n": n, "d": d, "block_size": block_size, "seed": seed, "accountant": accountant, "epsilon": epsilon,
+            "delta": delta, "bounded_memory": stream.bounded_memory, "seconds": seconds, "cpu_seconds": cpu,
+            "peak_rss_mb": peak, "rss_before_mb": before, "excess_risk": excess, "trivial_excess_risk": trivial,
+            "ratio": excess / trivial, "rate_bound": res.params["rate_bound"], "eps0": res.params["eps0"],
+            "certified_epsilon": res.certified_epsilon(delta)}
+
+
+def _stream_run(run: Callable[..., Any], problem: Any, n: int, block_size: int, seed: int, accountant: str,
+                epsilon: float, delta: float) -> tuple[Any, Any]:
+    stream = problem.stream(n, np.random.default_rng(seed), block_size)
+    return stream, run(problem, stream, epsilon=epsilon, delta=delta, rng=np.random.default_rng(seed + 1000),
+                       accountant=accountant)

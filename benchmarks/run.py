@@ -23,8 +23,12 @@ Measured, every time in the same process:
    each run (target: speedup >= 1.7 on two cores).
 6. **Build times** (key ``build_times``, only with ``--time-command``): the wall time of a command such as
    ``make test`` or ``make book``, run and timed here, with its exit status and the load averages.
+7. **Streaming** (key ``streaming``, only with ``--only streaming``): Poly-SFW on ``n = 1e7`` records of
+   dimension 100 read block by block from ``problem.stream`` (:func:`bench_cases.stream_poly_sfw`), each run in a
+   fresh interpreter: wall and CPU seconds, peak RSS (``ru_maxrss``) against the 1 GiB target, excess risk over
+   the trivial one (several seeds and accountants with ``--stream-seeds`` / ``--stream-accountants``).
 
-The last two are merged into an existing results file, so ``--only sweep_scaling`` and ``--time-command`` add
+The last three are merged into an existing results file, so ``--only sweep_scaling`` and ``--time-command`` add
 their entry without removing the others (and a full run keeps them).
 
 Usage::
@@ -34,6 +38,7 @@ Usage::
     python benchmarks/run.py --algorithms poly_sfw,smd --no-accountant --no-cvxpy --no-sweep-scaling
     python benchmarks/run.py --only sweep_scaling  # just the sweep-scaling case (about two minutes)
     python benchmarks/run.py --time-command "make test"
+    python benchmarks/run.py --only streaming      # Poly-SFW on a 1e7 x 100 stream (minutes, under 1 GiB)
 
 Timings on a shared machine are inflated by contention; ratios measured in one process are steadier.
 The library works in the idealized real-arithmetic model (float64, non-cryptographic RNG).
@@ -77,7 +82,10 @@ SWEEP_TARGET_SPEEDUP = 1.7
 #: Issue 10: wall-time targets (seconds) of the build commands on the two-core machine.
 BUILD_TARGETS: dict[str, float] = {"make test": 15 * 60.0, "make book": 30 * 60.0}
 #: Keys written by ``--only sweep_scaling`` / ``--time-command``; a results file may hold only these.
-EXTRA_KEYS = ("sweep_scaling", "build_times")
+EXTRA_KEYS = ("sweep_scaling", "build_times", "streaming")
+#: Keys of one streamed run (:func:`bench_cases.stream_poly_sfw`).
+STREAM_KEYS = ("n", "d", "block_size", "seed", "accountant", "seconds", "cpu_seconds", "peak_rss_mb", "excess_risk",
+               "trivial_excess_risk", "ratio", "bounded_memory")
 
 ALGO_KEYS = ("name", "spec", "problem", "n", "d", "status", "note", "seconds", "seconds_all", "floor_seconds",
              "ratio", "passes", "ratio_per_pass", "peak_mb", "cpu_seconds", "floor_cpu_seconds", "cpu_ratio",
@@ -410,6 +418,44 @@ def bench_sweep_scaling(
     return out
 
 
+def bench_streaming(
+    n: int = bc.STREAM_N,
+    block_size: int = bc.STREAM_BLOCK,
+    seeds: tuple[int, ...] = (0,),
+    accountants: tuple[str, ...] = ("advanced",),
+    d: int = bc.STREAM_D,
+    log: Any = print,
+) -> dict[str, Any]:
+    """Streamed Poly-SFW runs (:func:`bench_cases.stream_poly_sfw`), one at a time, each in a fresh interpreter.
+
+    A fresh process per run makes ``peak_rss_mb`` (its ``ru_maxrss``) the memory of that run alone (plus the
+    interpreter and imports, ``rss_before_mb``). Returns the runs, the largest peak against
+    ``bench_cases.STREAM_TARGET_MB`` and the median excess-risk ratio per accountant.
+    """
+    runs: list[dict[str, Any]] = []
+    load_before = _loadavg()
+    for accountant in accountants:
+        for seed in seeds:
+            kw = {"n": int(n), "d": int(d), "block_size": int(block_size), "seed": int(seed), "accountant": accountant}
+            code = (f"import json, sys; sys.path.insert(0, {str(HERE)!r}); import bench_cases as bc; "
+                    f"print(json.dumps(bc.stream_poly_sfw(**{kw!r})))")
+            proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise RuntimeError(f"streamed run {kw} failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+            run = json.loads(proc.stdout.strip().splitlines()[-1])
+            runs.append(run)
+            log(f"streaming n={n} d={d} block={block_size} {accountant} seed {seed}: {run['seconds']:.1f} s, "
+                f"peak RSS {run['peak_rss_mb']:.0f} MB, excess/trivial {run['ratio']:.3f}")
+    peak = max(r["peak_rss_mb"] for r in runs)
+    medians = {a: float(np.median([r["ratio"] for r in runs if r["accountant"] == a])) for a in accountants}
+    return {"created_utc": _now(), "case": "bench_cases.stream_poly_sfw", "algorithm": "run_poly_sfw (Spec F1)",
+            "problem": f'hard_least_squares(1.0, {d}, set_kind="l1ball").stream(n, rng, block_size)',
+            "n": int(n), "d": int(d), "block_size": int(block_size), "epsilon": bc.STREAM_EPSILON,
+            "delta": bc.STREAM_DELTA, "runs": runs, "peak_rss_mb": peak, "target_peak_mb": bc.STREAM_TARGET_MB,
+            "under_target": bool(peak < bc.STREAM_TARGET_MB), "median_ratio": medians,
+            "loadavg_before": load_before, "loadavg_after": _loadavg(), "machine": machine_info()}
+
+
 def time_command(command: str, label: str | None = None, root: Path = ROOT) -> dict[str, Any]:
     """Run ``command`` in a shell in ``root`` and measure it: wall seconds, CPU seconds of the process tree,
     exit status and the load averages before and after.
@@ -533,6 +579,16 @@ def validate_extra(res: dict[str, Any]) -> None:
                 raise ValueError(f"build_times[{label!r}] lacks the key {k!r}")
         if not b["wall_seconds"] > 0:
             raise ValueError(f"build_times[{label!r}] wall_seconds must be positive, got {b['wall_seconds']!r}")
+    st = res.get("streaming")
+    if st is not None:
+        for k in ("created_utc", "n", "d", "block_size", "runs", "peak_rss_mb", "target_peak_mb", "under_target"):
+            if k not in st:
+                raise ValueError(f"streaming lacks the key {k!r}")
+        for run in st["runs"] or [None]:
+            missing = [k for k in STREAM_KEYS if not isinstance(run, dict) or k not in run]
+            if missing or not (run["seconds"] > 0 and run["peak_rss_mb"] > 0):
+                raise ValueError(f"streaming runs must hold {STREAM_KEYS} with positive seconds and memory, "
+                                 f"got {run!r}")
 
 
 def validate_results(res: dict[str, Any]) -> None:
@@ -580,8 +636,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-sweep-scaling", action="store_true", help="skip the sweep-scaling case")
     ap.add_argument("--cvxpy-dims", default=",".join(map(str, DEFAULT_CVXPY_DIMS)))
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", choices=("sweep_scaling",), default=None,
+    ap.add_argument("--only", choices=("sweep_scaling", "streaming"), default=None,
                     help="run only this case and merge its entry into --out (other entries are kept)")
+    ap.add_argument("--stream-n", default=str(bc.STREAM_N), help="records of the streaming case (default 1e7)")
+    ap.add_argument("--stream-block", type=int, default=bc.STREAM_BLOCK, help="records per block (streaming case)")
+    ap.add_argument("--stream-seeds", default="0", help="comma-separated seeds of the streaming case")
+    ap.add_argument("--stream-accountants", default="advanced",
+                    help="comma-separated accountants of the streaming case (e.g. advanced,best)")
     ap.add_argument("--time-command", default=None, metavar="CMD",
                     help='run and time a shell command (e.g. "make test"), merge it into build_times of --out; '
                          "exits with the command's status")
@@ -601,6 +662,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{entry['label']}: {entry['wall_seconds']:.0f} s wall (exit status {entry['returncode']}), load "
               f"{entry['loadavg_before']} -> {entry['loadavg_after']}; wrote {out}")
         return int(entry["returncode"])
+
+    if args.only == "streaming":
+        stream = bench_streaming(int(float(args.stream_n)), args.stream_block,
+                                 tuple(int(s) for s in args.stream_seeds.split(",") if s.strip()),
+                                 tuple(a.strip() for a in args.stream_accountants.split(",") if a.strip()))
+        validate_extra({"streaming": stream})
+        merge_results(out, {"streaming": stream})
+        print(f"wrote streaming to {out}")
+        return 0
 
     if args.only == "sweep_scaling":
         sweep = bench_sweep_scaling()

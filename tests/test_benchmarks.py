@@ -236,6 +236,25 @@ def test_cli_only_sweep_scaling_merges(bench, tmp_path, monkeypatch):
         bench.main(["--only", "sweep_scaling", "--time-command", "true", "--out", str(out)])
 
 
+def test_cli_only_streaming_runs_a_tiny_stream_and_merges(bench, tmp_path):
+    # the streaming case (Poly-SFW on problem.stream, one fresh interpreter per run) at n = 3000, d = 100
+    out = tmp_path / "r.json"
+    out.write_text(json.dumps({"note": "kept"}))
+    assert bench.main(["--only", "streaming", "--stream-n", "3000", "--stream-block", "700", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    st = res["streaming"]
+    assert res["note"] == "kept" and st["n"] == 3000 and st["d"] == 100 and st["block_size"] == 700
+    (run,) = st["runs"]
+    assert run["bounded_memory"] is True and run["accountant"] == "advanced" and run["seed"] == 0
+    assert run["seconds"] > 0 and 0 < run["peak_rss_mb"] == st["peak_rss_mb"] and st["under_target"] is True
+    assert run["trivial_excess_risk"] > 0
+    assert math.isclose(run["ratio"], run["excess_risk"] / run["trivial_excess_risk"])
+    bench.validate_extra(res)
+    del st["runs"][0]["peak_rss_mb"]
+    with pytest.raises(ValueError, match="streaming runs"):
+        bench.validate_extra(res)
+
+
 def test_time_command_measures_and_merges(bench, tmp_path):
     out = tmp_path / "r.json"
     assert bench.main(["--time-command", "sleep 0.3; exit 3", "--label", "make test", "--out", str(out)]) == 3
