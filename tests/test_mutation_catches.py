@@ -351,3 +351,22 @@ def test_noisy_sgd_batches_are_disjoint_within_an_epoch():
     for e in range(0, len(calls), per_epoch):
         used, n_used = np.unique(np.concatenate(calls[e:e + per_epoch]), axis=0, return_counts=True)
         assert all(c <= avail.get(r.tobytes(), 0) for r, c in zip(used, n_used, strict=True)), f"epoch at step {e}"
+
+
+@pytest.mark.statistical
+def test_mwem_measurements_have_laplace_noise_of_scale_one_over_eps0():
+    """Each MWEM measurement is the Laplace mechanism on a count of sensitivity 1 at the recorded eps0: the
+    measurement errors of 4000 one-round runs follow Laplace(1/eps0) (Kolmogorov-Smirnov, false-alarm probability
+    1e-3; noise of half that scale is rejected by the same test)."""
+    h, Q = _mwem_instance()
+    eps = 1.0
+    eps0 = run_mwem(h, Q, epsilon=eps, rng=np.random.default_rng(0), T=1).params["eps_per_mechanism"]
+    true = Q @ h
+    seeds = np.random.default_rng(12).integers(0, 2**63, size=4000)
+    err = []
+    for s in seeds:
+        tr = run_mwem(h, Q, epsilon=eps, rng=np.random.default_rng(int(s)), T=1).trace
+        err.append(tr["measurements"][0] - true[int(tr["selected"][0])])
+    err = np.asarray(err)
+    assert stats.kstest(err, stats.laplace(scale=1.0 / eps0).cdf).pvalue > 1e-3
+    assert stats.kstest(err, stats.laplace(scale=0.5 / eps0).cdf).pvalue < 1e-3
