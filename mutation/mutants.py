@@ -305,6 +305,13 @@ _ACCOUNTING = (
         (_T_ACC,), ("02",),
     ),
     Mutant(
+        "acc-per-step-kind", _ACC + "budget.py",
+        'cls = LaplaceEvent if mechanism == "pure" else ExponentialEvent',
+        'cls = ExponentialEvent if mechanism == "pure" else LaplaceEvent',
+        "per-step budget", "per-step budgets of pure (Laplace, noisy-max) steps priced as bounded-range draws",
+        (_T_EVB, "tests/test_poly_sfw.py", _CERT), ("05",),
+    ),
+    Mutant(
         "rel-group-of-two", _ACC + "ledger.py",
         "            return 2.0 * e\n",
         "            return e\n",
@@ -345,6 +352,13 @@ _AUDITS = (
         "m1 = float(ndtri(hi_s) - ndtri(lo_p))",
         "audit", "mu-GDP audit plugs in the optimistic ends of the intervals (not a lower bound)",
         (_T_AUDIT,), ("01",),
+    ),
+    Mutant(
+        "audit-gg-loss-sign", _AUDIT,
+        "return (_sq_norm(noise + (a - b), qq) - _sq_norm(noise, qq)) / (2.0 * sig * sig)",
+        "return (_sq_norm(noise, qq) - _sq_norm(noise + (a - b), qq)) / (2.0 * sig * sig)",
+        "audit", "GG privacy-loss samples with the sign flipped (ln q/p): Monte-Carlo delta vanishes, audits pass",
+        (_T_AUDIT,), ("04",),
     ),
     Mutant(
         "audit-mc-upper-tail", _AUDIT,
