@@ -239,12 +239,12 @@ class AlgorithmRegistry(SphinxDirective):
         from dpsco_lib.algorithms.registry import REGISTRY
 
         out = ["```{list-table} The registered algorithms (dpsco_lib.algorithms.registry.REGISTRY)",
-               ":header-rows: 1", ":widths: 24 8 30 14 24", "",
+               ":header-rows: 1", ":widths: 32 7 35 13 13", "",
                "* - Algorithm", "  - Result", "  - Runner", "  - Neighbours", "  - Notebook"]
         for r in REGISTRY:
             rel = (r.relation or "non-private").replace("_", "-")
             out += [f"* - {r.name}", f"  - {r.spec}", f"  - {{py:func}}`~{r.runner.__module__}.{r.runner.__name__}`",
-                    f"  - {rel}", f"  - {{doc}}`/notebooks/{r.notebook}`"]
+                    f"  - {rel}", f"  - {{doc}}`notebook {r.notebook[:2]} </notebooks/{r.notebook}>`"]
         out += ["```", ""]
         modules = ["dpsco_lib.algorithms._result", "dpsco_lib.algorithms.registry"]
         modules += [m for m in dict.fromkeys(r.runner.__module__ for r in REGISTRY) if m not in modules]
