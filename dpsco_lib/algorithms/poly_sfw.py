@@ -99,7 +99,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -404,6 +403,13 @@ def _rechunk(blocks: Iterator[Dataset], m: int, rows: int, rest: list[Dataset]) 
                 pending, have = [], 0
 
 
+def _then(rest: list[Dataset], blocks: Iterator[Dataset]) -> Iterator[Dataset]:
+    """The segments of ``rest`` (popped, so no reference keeps their block alive), then the remaining ``blocks``."""
+    while rest:
+        yield rest.pop(0)
+    yield from blocks
+
+
 def _dataset_chunks(data: Dataset, m: int) -> Iterator[Dataset]:
     """The first ``m`` records of ``data`` in chunks of ``max(1, _GRAD_CHUNK_ENTRIES // d)`` records (row views)."""
     rows = max(1, _GRAD_CHUNK_ENTRIES // data.d)
@@ -431,7 +437,7 @@ def _records(problem: Problem, data: Dataset | DataStream, x0: np.ndarray, m: in
         rest: list[Dataset] = []
         rows = max(1, _GRAD_CHUNK_ENTRIES // data.d)
         grad = _initial_gradient(problem, x0, _rechunk(blocks, m, rows, rest), m)
-        return grad, chain(rest, blocks)
+        return grad, _then(rest, blocks)
     grad = _initial_gradient(problem, x0, _dataset_chunks(data, m), m)
     updates = data[m:]
     return grad, iter((updates,))
