@@ -88,7 +88,7 @@ tests/test_poly_sfw_stream.py):
   ``max(2^18, |V|)`` float64 values) and ``O(d + |V|)`` vectors, so ``O(block_size d + |V|)`` memory when the
   stream is ``bounded_memory``, besides the per-step scalars: three length-``T + 1`` arrays (sensitivities,
   Laplace scales, selected indices: 24 bytes a step) and, while the sensitivities are computed at the start,
-  about as much again (n = 10^7, d = 100, blocks of 65536: 379 MB peak RSS, interpreter and imports included);
+  about as much again (n = 10^7, d = 100, blocks of 65536: 331 MiB peak RSS, interpreter and imports included);
 * **validation per block**: every block is checked against the declared bounds when it is read (``ValueError``
   naming the block's records; the run stops, nothing is returned), and a stream whose ``d`` is not the
   problem's is refused before any record is read.
