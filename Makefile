@@ -18,7 +18,7 @@ export OMP_NUM_THREADS := 1
 export OPENBLAS_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
-.PHONY: venv book test reproduce bench lint lock clean help mutants
+.PHONY: venv book test reproduce bench lint lock clean help mutants pdf
 
 help:
 	@echo "make venv       create .venv with the library, the book tools and the tests (every target does it first)"
@@ -27,6 +27,9 @@ help:
 	@echo "make test       lint, unit + statistical tests, every notebook at smoke, a book build check"
 	@echo "make reproduce  NB='01 05' PROFILE=paper|smoke: rerun chosen notebooks (all when NB is empty)"
 	@echo "make lint       ruff over the library, the tests, the benchmarks, the notebooks and the mutation suite"
+	@echo "make pdf        the book as a PDF (xelatex) from the executed notebooks -> _build/dpsco-companion.pdf"
+	@echo "                needs Debian's texlive-xetex latexmk texlive-latex-extra texlive-fonts-extra"
+	@echo "                fonts-freefont-otf xindy (apt-get install; not needed by any other target)"
 	@echo "make bench      performance suite -> benchmarks/results.json"
 	@echo "make mutants    mutation suite: curated library bugs, the tests and smoke notebooks that must catch them"
 	@echo "make lock       regenerate $(LOCK) (uv pip compile)"
@@ -71,6 +74,16 @@ PYTEST_NO_TESTS = { code=$$?; [ $$code -eq 5 ] && echo "pytest collected no test
 test: venv lint
 	$(BIN)/python -m pytest -n $(JOBS) -m "not book" tests || $(PYTEST_NO_TESTS)
 	$(BIN)/python -m pytest -m book tests || $(PYTEST_NO_TESTS)
+
+# The PDF reads the pages that `make book` (or `dpsco reproduce`) executed; only pages with a passing verdict.
+pdf: venv
+	@command -v xelatex >/dev/null && command -v latexmk >/dev/null && command -v xindy >/dev/null || { echo \
+	  "make pdf needs: apt-get install texlive-xetex latexmk texlive-latex-extra texlive-fonts-extra fonts-freefont-otf xindy"; \
+	  exit 1; }
+	$(BIN)/dpsco build
+	$(BIN)/jupyter-book build _build/executed --builder pdflatex --path-output _build/pdf --quiet
+	cp _build/pdf/_build/latex/dpsco-companion.pdf _build/dpsco-companion.pdf
+	@echo "PDF: _build/dpsco-companion.pdf"
 
 bench: venv
 	$(BIN)/python benchmarks/run.py
