@@ -116,21 +116,27 @@ class _Proc:
 
 
 def _run(cmd: Sequence[str], copy: Path, timeout: float) -> _Proc:
-    """Run ``cmd`` in ``copy`` with :func:`copy_env`; on timeout kill its whole process group (kernels included)."""
+    """Run ``cmd`` in ``copy`` with :func:`copy_env`; on timeout kill its whole process group (kernels included).
+
+    The output goes to a file, not a pipe: worker processes that outlive the command (joblib's loky workers of a
+    notebook kernel stay idle for minutes) would otherwise hold the pipe open and stall the runner.
+    """
     start = time.perf_counter()
-    proc = subprocess.Popen(list(cmd), cwd=copy, env=copy_env(copy), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        code: int | None = proc.returncode
-    except subprocess.TimeoutExpired:
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as log:
+        proc = subprocess.Popen(list(cmd), cwd=copy, env=copy_env(copy), stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
         try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the group this call created (start_new_session)
-        except ProcessLookupError:  # pragma: no cover - exited in between
-            pass
-        out, _ = proc.communicate()
-        code = None
-    return _Proc(code, out or "", time.perf_counter() - start)
+            code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # the group this call created (start_new_session)
+            except ProcessLookupError:  # pragma: no cover - exited in between
+                pass
+            proc.wait()
+            code = None
+        log.seek(0)
+        out = log.read()
+    return _Proc(code, out, time.perf_counter() - start)
 
 
 def check_import(copy: Path) -> str:
