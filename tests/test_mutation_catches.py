@@ -18,7 +18,7 @@ from dpsco_lib.algorithms.mwem import run_mwem
 from dpsco_lib.algorithms.poly_sfw import run_poly_sfw, run_poly_sfw_reference
 from dpsco_lib.algorithms.registry import get_algorithm
 from dpsco_lib.algorithms.vr_sensitivity import vr_sensitivities
-from dpsco_lib.geometry.sets import L1Ball, LpBall, Simplex
+from dpsco_lib.geometry.sets import L1Ball, LpBall, Simplex, vertex_oracle
 from dpsco_lib.privacy.accounting import (
     GaussianEvent,
     SelfComposedEvent,
@@ -370,3 +370,24 @@ def test_mwem_measurements_have_laplace_noise_of_scale_one_over_eps0():
     err = np.asarray(err)
     assert stats.kstest(err, stats.laplace(scale=1.0 / eps0).cdf).pvalue > 1e-3
     assert stats.kstest(err, stats.laplace(scale=0.5 / eps0).cdf).pvalue < 1e-3
+
+
+def test_nonconvex_vr_fw_selects_the_exact_gradient_vertex_when_all_records_agree():
+    """With n copies of one record the variance-reduced estimate of the nonconvex VR-FW method equals grad F(x_t) at
+    every step (induction, as for GG-VR-SFW), so with negligible noise every selection is the linear-minimization
+    vertex of the exact gradient at the current iterate (mutant ``alg-n1-vrfw-correction`` selects with a momentum
+    average of past gradients instead)."""
+    rec = get_algorithm("N1 VR-FW nonconvex")
+    ex = rec.example(np.random.default_rng(0))
+    prob, data = ex.args[0], ex.args[1]
+    y = None if data.y is None else np.repeat(np.asarray(data.y)[:1], data.n)
+    same = Dataset(np.repeat(np.asarray(data.X)[:1], data.n, axis=0), y)
+    res = rec.runner(prob, same, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(1), trace=True,
+                     _noise_multiplier=1e-12, **ex.kwargs)
+    _, scores_of, move = vertex_oracle(prob.feasible_set)
+    eta = float(res.params["step_size"])
+    x = np.asarray(prob.feasible_set.center(), dtype=np.float64).copy()
+    for j in res.trace["selected"]:
+        sc = scores_of(prob.mean_grad(x, same))  # ties are possible: the selected score must be a minimal one
+        assert sc[int(j)] <= sc.min() + 1e-9 * max(1.0, abs(sc.min()))
+        move(x, int(j), eta)
