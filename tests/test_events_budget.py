@@ -233,3 +233,12 @@ def test_best_skips_the_exact_kov_sum_beyond_its_step_limit():
     assert "kov" not in eps and "pld" not in eps and led.epsilon(1e-6) == min(eps["rdp"], eps["advanced"])
     with pytest.raises(ValueError, match="limited to 1048576 steps"):
         led.epsilon(1e-6, "kov")
+
+
+def test_ledger_of_only_a_conversion_block_certifies_under_best():
+    # found by the mutation suite: "best" on a ledger holding only a relation-conversion block raised
+    # ValueError (min of an empty sequence)
+    led = PrivacyLedger(REPLACE_ONE)
+    led.record(to_replace_one(SelfComposedEvent(SubsampledGaussianEvent(1.2, 0.01), 100)))
+    best = led.epsilon(1e-5)
+    assert math.isfinite(best) and 0 < best <= led.epsilon(1e-5, "rdp")

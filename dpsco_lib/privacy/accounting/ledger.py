@@ -332,7 +332,10 @@ def epsilons_of_events(
         return _plain_epsilons(rest, delta, a, wanted)
     d_conv = delta / 2.0 / len(conv) if rest else delta / len(conv)
     cost = sum(_group_of_two(c.events, d_conv, a) for c in conv)
-    base = _plain_epsilons(rest, delta / 2.0, a, wanted) if rest else {m: 0.0 for m in wanted if m != "best"}
+    if rest:
+        base = _plain_epsilons(rest, delta / 2.0, a, wanted)
+    else:  # only conversion blocks: each accountant asked for charges nothing beyond the blocks themselves
+        base = {m: 0.0 for m in (sorted(wanted - {"best"}) or ["basic"])}
     return {m: v + cost for m, v in base.items()}
 
 
