@@ -73,7 +73,7 @@ __all__ = [
 ]
 
 REGIMES = ("first_order", "second_order")
-ACCOUNTANT = "advanced"  # the default: DRV10, the calibration of earlier versions (notebook numbers unchanged)
+ACCOUNTANT = "best"  # the default: the tightest valid accountant (KOV15 / RDP / PLD, whichever certifies least)
 _EXPONENTS = {"first_order": 2.0 / 5.0, "second_order": 1.0 / 2.0}
 _MAX_K = 1_000_000
 

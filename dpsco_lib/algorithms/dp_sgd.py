@@ -108,7 +108,7 @@ def run_dp_sgd(
     steps: int,
     clip: float,
     step_size: float,
-    accountant: str = "rdp",
+    accountant: str = "best",
     x0: np.ndarray | None = None,
     average: bool = True,
     trace: bool = False,
@@ -310,7 +310,7 @@ def dp_sgd_epsilons(
 
 
 def dp_sgd_noise_multiplier(
-    epsilon: float, *, delta: float, sampling_rate: float, steps: int, accountant: str = "rdp"
+    epsilon: float, *, delta: float, sampling_rate: float, steps: int, accountant: str = "best"
 ) -> float:
     """Smallest noise multiplier whose ``accountant`` certificate of the run's events is <= (epsilon, delta).
 

@@ -136,7 +136,7 @@ def _gg_event(multiplier: float, kappa: float, count: int, parts: int) -> DpEven
 
 @lru_cache(maxsize=1024)
 def gg_noise_multiplier(epsilon: float, delta: float, *, kappa: float, count: int = 1, parts: int = 0,
-                        accountant: str = "paper") -> float:
+                        accountant: str = "best") -> float:
     r"""Noise multiplier ``sigma/Delta`` of the GG releases of Spec F3 for a target (module docstring).
 
     Parameters
@@ -252,7 +252,7 @@ def gg_vr_sfw_theory_params(
     depth: int | None = None,
     step_size: float | None = None,
     step_constant: float = 1.0,
-    accountant: str = "paper",
+    accountant: str = "best",
 ) -> GgVrSfwParams:
     r"""Hyperparameters of Spec F3 (BGN21) for either variant, the GG calibration and the rate bound.
 
@@ -696,7 +696,7 @@ def run_gg_vr_sfw(
     step_size: float | None = None,
     step_constant: float = 1.0,
     distance: str = "realized",
-    accountant: str = "paper",
+    accountant: str = "best",
     trace: bool = False,
     _noise_multiplier: float = 1.0,
 ) -> Result:
@@ -762,7 +762,7 @@ def run_gg_vr_sfw_reference(
     step_size: float | None = None,
     step_constant: float = 1.0,
     distance: str = "realized",
-    accountant: str = "paper",
+    accountant: str = "best",
     trace: bool = False,
     _noise_multiplier: float = 1.0,
 ) -> Result:

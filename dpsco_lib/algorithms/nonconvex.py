@@ -246,7 +246,7 @@ def vr_fw_nonconvex_theory_params(
     step_size: float | None = None,
     steps_constant: float = 1.0,
     step_constant: float = 1.0,
-    accountant: str = "advanced",
+    accountant: str = "best",
 ) -> VrFwNonconvexParams:
     r"""Parameters of the nonconvex private VR Frank-Wolfe and its bound (Spec N1).
 
@@ -338,7 +338,7 @@ def run_private_vr_fw_nonconvex(
     step_size: float | None = None,
     steps_constant: float = 1.0,
     step_constant: float = 1.0,
-    accountant: str = "advanced",
+    accountant: str = "best",
     trace: bool = False,
     _noise_multiplier: float = 1.0,
 ) -> Result:

@@ -217,7 +217,7 @@ def poly_sfw_theory_params(
     *,
     step_constant: float = 1.0,
     step_size: float | None = None,
-    accountant: str = "advanced",
+    accountant: str = "best",
 ) -> PolySfwParams:
     r"""Hyperparameters of Poly-SFW fixed by the theorem (Spec F1; BGN21), and its rate bound.
 
@@ -540,7 +540,7 @@ def run_poly_sfw(
     rng: np.random.Generator,
     step_constant: float = 1.0,
     step_size: float | None = None,
-    accountant: str = "advanced",
+    accountant: str = "best",
     trace: bool = False,
     _noise_multiplier: float = 1.0,
 ) -> Result:
@@ -609,7 +609,7 @@ def run_poly_sfw_reference(
     rng: np.random.Generator,
     step_constant: float = 1.0,
     step_size: float | None = None,
-    accountant: str = "advanced",
+    accountant: str = "best",
     trace: bool = False,
     _noise_multiplier: float = 1.0,
 ) -> Result:
