@@ -17,7 +17,10 @@ import numpy as np
 from dpsco_lib._validation import check_array, check_int, check_rng
 from dpsco_lib.experiments.cache import project_root
 
-__all__ = ["SlopeFit", "Verdict", "fit_loglog_slope", "provenance", "results_dir", "summarize", "write_csv"]
+__all__ = [
+    "Check", "SlopeFit", "Verdict", "fit_loglog_slope", "provenance", "results_dir", "summarize", "worst_case_curve",
+    "write_csv",
+]
 
 _STATS = {
     "mean": np.mean,
@@ -92,6 +95,53 @@ def _ols(lx: np.ndarray, ly: np.ndarray) -> tuple[float, float]:
     return float(slope), float(intercept)
 
 
+def _cell_groups(xa: np.ndarray, ya: np.ndarray, fam: np.ndarray | None) -> tuple[np.ndarray, list[list[np.ndarray]]]:
+    """Distinct x values and, per x, the replicate arrays of each instance of the family (one without it)."""
+    ux, inverse = np.unique(xa, return_inverse=True)
+    if ux.size < 2:
+        raise ValueError("x must contain at least two distinct values")
+    cells: list[list[np.ndarray]] = []
+    for i in range(ux.size):
+        at = inverse == i
+        if fam is None:
+            cells.append([ya[at]])
+        else:
+            members = np.unique(fam[at])
+            cells.append([ya[at & (fam == g)] for g in members])
+    return ux, cells
+
+
+def worst_case_curve(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    family: Sequence[Any] | np.ndarray,
+    *,
+    statistic: str = "median",
+) -> list[dict[str, Any]]:
+    r"""The worst case over an instance family: per x, :math:`\max_g \operatorname{stat}\{y : x, g\}`.
+
+    A rate is an upper bound over a class of problems, so it is checked on the worst instance of a family
+    whose hardness parameter ``g`` is chosen as in the theorem's lower-bound construction, not on one easy
+    instance. Returns one row per distinct x: ``x``, ``worst`` (the largest per-instance statistic), ``argmax``
+    (the instance attaining it) and ``instances`` (how many were measured).
+    """
+    if statistic not in ("mean", "median"):
+        raise ValueError(f"statistic must be 'mean' or 'median', got {statistic!r}")
+    xa, ya = check_array(x, "x", ndim=1), check_array(y, "y", ndim=1)
+    fam = np.asarray(family)
+    if fam.shape != xa.shape or ya.shape != xa.shape:
+        raise ValueError(f"x, y and family must have the same length, got {xa.size}, {ya.size} and {fam.size}")
+    agg = np.mean if statistic == "mean" else np.median
+    rows = []
+    for xv in np.unique(xa):
+        at = xa == xv
+        members = np.unique(fam[at])
+        stats = [float(agg(ya[at & (fam == g)])) for g in members]
+        k = int(np.argmax(stats))
+        rows.append({"x": float(xv), "worst": stats[k], "argmax": members[k].item(), "instances": len(members)})
+    return rows
+
+
 def fit_loglog_slope(
     x: Sequence[float] | np.ndarray,
     y: Sequence[float] | np.ndarray,
@@ -100,12 +150,18 @@ def fit_loglog_slope(
     statistic: str = "mean",
     n_boot: int = 2000,
     level: float = 0.95,
+    worst_over: Sequence[Any] | np.ndarray | None = None,
 ) -> SlopeFit:
-    """Fit the exponent of ``y ~ C x^slope`` on log-log axes, with a percentile bootstrap interval.
+    r"""Fit the exponent of ``y ~ C x^slope`` on log-log axes, with a percentile bootstrap interval.
 
     With replicates (repeated x values) the fit is to the log of the per-x ``statistic`` (mean or
     median: an expected error is a mean) and the bootstrap resamples replicates within each x, which
     is the sampling variability of the experiment. Without replicates it resamples (x, y) pairs.
+
+    With ``worst_over`` (the instance label of each record) the per-x value is the worst case over the
+    family, :math:`\max_g \operatorname{stat}\{y : x, g\}` (:func:`worst_case_curve`), and the bootstrap
+    resamples the replicates of every (x, instance) cell and takes the maximum again, so the interval
+    includes the variability of which instance is worst.
 
     Parameters
     ----------
@@ -118,6 +174,8 @@ def fit_loglog_slope(
         Bootstrap resamples (>= 100).
     level : float
         Confidence level of the interval, in (0, 1).
+    worst_over : array_like, optional
+        Instance labels, same length as ``x``.
     """
     rng = check_rng(rng)
     xa = check_array(x, "x", ndim=1)
@@ -131,65 +189,118 @@ def fit_loglog_slope(
     n_boot = check_int(n_boot, "n_boot", lo=100)
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    fam = None
+    if worst_over is not None:
+        fam = np.asarray(worst_over)
+        if fam.shape != xa.shape:
+            raise ValueError(f"worst_over must have the length of x ({xa.size}), got {fam.size}")
     agg = np.mean if statistic == "mean" else np.median
-    ux, inverse = np.unique(xa, return_inverse=True)
-    if ux.size < 2:
-        raise ValueError("x must contain at least two distinct values")
-    groups = [ya[inverse == i] for i in range(ux.size)]
+    ux, cells = _cell_groups(xa, ya, fam)
     lx = np.log(ux)
-    replicated = any(g.size > 1 for g in groups)
-    if replicated:
-        slope, intercept = _ols(lx, np.log([agg(g) for g in groups]))
+    if fam is not None or any(g.size > 1 for c in cells for g in c):
+        slope, intercept = _ols(lx, np.log([max(agg(g) for g in c) for c in cells]))
         boots = np.empty(n_boot)
         for b in range(n_boot):
-            ly = np.log([agg(g[rng.integers(0, g.size, g.size)]) for g in groups])
+            ly = np.log([max(agg(g[rng.integers(0, g.size, g.size)]) for g in c) for c in cells])
             boots[b] = _ols(lx, ly)[0]
     else:
-        lxa, lya = np.log(xa), np.log(ya)
-        slope, intercept = _ols(lxa, lya)
-        boots = []
-        while len(boots) < n_boot:
-            idx = rng.integers(0, xa.size, xa.size)
-            if np.unique(lxa[idx]).size >= 2:
-                boots.append(_ols(lxa[idx], lya[idx])[0])
-        boots = np.asarray(boots)
+        slope, intercept, boots = _pairs_bootstrap(xa, ya, rng, n_boot)
     lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
     return SlopeFit(slope, intercept, float(lo), float(hi), level, int(ux.size), n_boot, statistic)
+
+
+def _pairs_bootstrap(xa: np.ndarray, ya: np.ndarray, rng: np.random.Generator,
+                     n_boot: int) -> tuple[float, float, np.ndarray]:
+    """OLS on (log x, log y) pairs and its pairs-bootstrap slopes (resamples with two distinct x)."""
+    lxa, lya = np.log(xa), np.log(ya)
+    slope, intercept = _ols(lxa, lya)
+    boots: list[float] = []
+    while len(boots) < n_boot:
+        idx = rng.integers(0, xa.size, xa.size)
+        if np.unique(lxa[idx]).size >= 2:
+            boots.append(_ols(lxa[idx], lya[idx])[0])
+    return slope, intercept, np.asarray(boots)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One row of a verdict: what was checked, what was measured, what the theory predicts, pass or fail."""
+
+    name: str
+    passed: bool
+    measured: str = ""
+    predicted: str = ""
 
 
 @dataclass
 class Verdict:
     """The theorem check at the end of a notebook.
 
-    Collect checks with :meth:`check`, then call :meth:`finish`, which prints a table and a one-line
-    summary and raises ``AssertionError`` naming every failed check, so a failed prediction fails the
-    notebook, the book build and CI.
+    Collect checks with :meth:`check` (or :meth:`check_exponent`, :meth:`check_at_most`), then call
+    :meth:`finish`, which shows a table (check, measured, predicted, pass/fail) and a one-line summary and
+    raises ``AssertionError`` naming every failed check, so a failed prediction fails the notebook, the book
+    build and CI.
     """
 
     notebook: str
-    checks: list[tuple[str, bool, str]] = field(default_factory=list)
+    rows: list[Check] = field(default_factory=list)
 
-    def check(self, name: str, passed: bool, detail: str = "") -> bool:
+    @property
+    def checks(self) -> list[tuple[str, bool, str]]:
+        """``(name, passed, measured)`` per check (the form earlier versions stored)."""
+        return [(c.name, c.passed, c.measured) for c in self.rows]
+
+    def check(self, name: str, passed: bool, detail: str = "", *, predicted: str = "") -> bool:
+        """Record one check; ``detail`` is what was measured, ``predicted`` what the theorem says."""
         passed = bool(passed)
-        self.checks.append((name, passed, detail))
+        self.rows.append(Check(str(name), passed, str(detail), str(predicted)))
         return passed
 
     def check_slope(self, name: str, fit: SlopeFit, expected: float, tol: float) -> bool:
-        """Pass when the fitted slope is within ``tol`` of ``expected``."""
-        ok = math.isfinite(fit.slope) and abs(fit.slope - expected) <= tol
-        return self.check(name, ok, f"{fit}; expected {expected:+.3f} +- {tol}")
+        """Two-sided exponent check; the same as :meth:`check_exponent` (kept for earlier notebooks)."""
+        return self.check_exponent(name, fit, expected, tol)
+
+    def check_exponent(self, name: str, fit: SlopeFit, expected: float, tol: float) -> bool:
+        r"""Two-sided exponent check that reads the bootstrap interval.
+
+        Passes iff the point estimate is within ``tol`` of ``expected`` **and** the interval
+        ``[fit.ci_low, fit.ci_high]`` contains ``expected``: a faster or a slower decay fails, and so does a
+        point estimate that lands near the prediction by chance while the data exclude it.
+        """
+        tol = float(tol)
+        if not (math.isfinite(tol) and tol > 0):
+            raise ValueError(f"tol must be a positive finite number, got {tol!r}")
+        ok = (math.isfinite(fit.slope) and abs(fit.slope - expected) <= tol
+              and fit.ci_low <= expected <= fit.ci_high)
+        return self.check(name, ok, str(fit), predicted=f"{expected:+.3f} +- {tol:g}, in the interval")
+
+    def check_at_most(self, name: str, measured: float, limit: float, *, what: str = "",
+                      fmt: str = ".3g") -> bool:
+        """Pass iff ``measured <= limit`` (finite); ``what`` names the limit (e.g. ``"0.5 x trivial"``)."""
+        m, lim = float(measured), float(limit)
+        ok = math.isfinite(m) and m <= lim
+        return self.check(name, ok, format(m, fmt), predicted=f"<= {format(lim, fmt)}" + (f" ({what})" if what else ""))
+
+    def check_at_least(self, name: str, measured: float, limit: float, *, what: str = "",
+                       fmt: str = ".3g") -> bool:
+        """Pass iff ``measured >= limit`` (finite); ``what`` names the limit."""
+        m, lim = float(measured), float(limit)
+        ok = math.isfinite(m) and m >= lim
+        return self.check(name, ok, format(m, fmt), predicted=f">= {format(lim, fmt)}" + (f" ({what})" if what else ""))
 
     def table_text(self) -> str:
         """The checks as plain text, one per line (the fallback of the HTML table)."""
-        width = max((len(n) for n, _, _ in self.checks), default=0)
+        width = max((len(c.name) for c in self.rows), default=0)
         return "\n".join(
-            f"  [{'PASS' if passed else 'FAIL'}] {name.ljust(width)}  {detail}" for name, passed, detail in self.checks
+            f"  [{'PASS' if c.passed else 'FAIL'}] {c.name.ljust(width)}  {c.measured}"
+            + (f"  | predicted {c.predicted}" if c.predicted else "")
+            for c in self.rows
         )
 
     def summary(self) -> str:
         """``VERDICT <notebook>: PASS (k/k checks)`` or ``... FAIL (j of k checks failed: names)``."""
-        failed = [n for n, ok, _ in self.checks if not ok]
-        total = len(self.checks)
+        failed = [c.name for c in self.rows if not c.passed]
+        total = len(self.rows)
         if failed:
             return f"VERDICT {self.notebook}: FAIL ({len(failed)} of {total} checks failed: {', '.join(failed)})"
         return f"VERDICT {self.notebook}: PASS ({total}/{total} checks)"
@@ -200,16 +311,17 @@ class Verdict:
 
         colours = {True: ("#137333", "#e6f4ea", "pass"), False: ("#a50e0e", "#fce8e6", "fail")}
         cell = "padding:0.3em 0.5em;vertical-align:top;overflow-wrap:anywhere;word-break:break-word;"
+        mono = f'{cell}font-family:monospace;font-size:0.85em;'
         rows = []
-        for name, passed, detail in self.checks:
-            fg, bg, word = colours[passed]
+        for c in self.rows:
+            fg, bg, word = colours[c.passed]
             rows.append(
                 f'<tr class="dpsco-verdict-{word}" style="background:{bg};">'
-                f'<td style="{cell}color:{fg};font-weight:bold;">{word.upper()}</td>'
-                f'<td style="{cell}">{escape(name)}</td><td style="{cell}font-family:monospace;font-size:0.85em;">'
-                f"{escape(detail)}</td></tr>"
+                f'<td style="{cell}">{escape(c.name)}</td><td style="{mono}">{escape(c.measured)}</td>'
+                f'<td style="{mono}">{escape(c.predicted)}</td>'
+                f'<td style="{cell}color:{fg};font-weight:bold;">{word.upper()}</td></tr>'
             )
-        ok = all(p for _, p, _ in self.checks)
+        ok = all(c.passed for c in self.rows)
         fg, _, _ = colours[ok]
         head = "padding:0.3em 0.5em;text-align:left;border-bottom:2px solid #999;"
         return (
@@ -217,9 +329,10 @@ class Verdict:
             'border-collapse:collapse;margin:0.5em 0;">'
             f'<caption style="caption-side:top;text-align:left;font-weight:bold;color:{fg};">'
             f"{escape(self.summary())}</caption>"
-            '<colgroup><col style="width:4.5em"><col style="width:35%"><col></colgroup>'
-            f'<thead><tr><th style="{head}">result</th><th style="{head}">check</th>'
-            f'<th style="{head}">measured</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            '<colgroup><col style="width:30%"><col style="width:33%"><col><col style="width:4.5em"></colgroup>'
+            f'<thead><tr><th style="{head}">check</th><th style="{head}">measured</th>'
+            f'<th style="{head}">predicted</th><th style="{head}">result</th></tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>'
         )
 
     def _show_table(self) -> None:
@@ -236,17 +349,17 @@ class Verdict:
             return
         from IPython.display import display
 
-        meta = {"dpsco": {"verdict": "PASS" if all(p for _, p, _ in self.checks) else "FAIL",
+        meta = {"dpsco": {"verdict": "PASS" if all(c.passed for c in self.rows) else "FAIL",
                           "summary": self.summary()}}
         display({"text/html": self.table_html(), "text/plain": self.table_text()}, raw=True, metadata=meta)
 
     def finish(self) -> None:
-        if not self.checks:
+        if not self.rows:
             raise AssertionError(f"verdict of {self.notebook} has no checks: a verdict must assert something")
         self._show_table()
         line = self.summary()
         print(line)
-        if any(not ok for _, ok, _ in self.checks):
+        if any(not c.passed for c in self.rows):
             raise AssertionError(line)
 
 
