@@ -18,7 +18,7 @@ export OMP_NUM_THREADS := 1
 export OPENBLAS_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
-.PHONY: venv book test reproduce bench lint lock clean help mutants pdf
+.PHONY: venv book test reproduce bench lint lock clean help mutants pdf seeds
 
 help:
 	@echo "make venv       create .venv with the library, the book tools and the tests (every target does it first)"
@@ -31,6 +31,7 @@ help:
 	@echo "                needs Debian's texlive-xetex latexmk texlive-latex-extra texlive-fonts-extra"
 	@echo "                fonts-freefont-otf xindy (apt-get install; not needed by any other target)"
 	@echo "make bench      performance suite -> benchmarks/results.json"
+	@echo "make seeds      every notebook at smoke for seeds 0..19: a verdict must not depend on its seed"
 	@echo "make mutants    mutation suite: curated library bugs, the tests and smoke notebooks that must catch them"
 	@echo "make lock       regenerate $(LOCK) (uv pip compile)"
 	@echo "make clean      remove _build, results and the result cache"
@@ -72,8 +73,13 @@ lock: venv
 PYTEST_NO_TESTS = { code=$$?; [ $$code -eq 5 ] && echo "pytest collected no tests: failing the run"; exit $$code; }
 
 test: venv lint
-	$(BIN)/python -m pytest -n $(JOBS) -m "not book" tests || $(PYTEST_NO_TESTS)
+	$(BIN)/python -m pytest -n $(JOBS) -m "not book and not slow" tests || $(PYTEST_NO_TESTS)
 	$(BIN)/python -m pytest -m book tests || $(PYTEST_NO_TESTS)
+
+# The seed sweep (slow: about 20 smoke runs of the book). NB='05 06' restricts it; COUNT=20 seeds from 0.
+COUNT ?= 20
+seeds: venv
+	$(BIN)/dpsco seeds $(NB) --count $(COUNT) --profile smoke --jobs $(JOBS)
 
 # The PDF reads the pages that `make book` (or `dpsco reproduce`) executed; only pages with a passing verdict.
 pdf: venv

@@ -446,6 +446,7 @@ def _execute(
     timeout: float | None = None,
     on_cell=None,  # noqa: ANN001 - callable(index, n_cells)
     provenance: dict | None = None,
+    seed: int | None = None,
 ) -> NotebookRun:
     """Execute one notebook; only a successful run replaces the executed copy (a failed one goes to _build/failed).
 
@@ -470,7 +471,7 @@ def _execute(
         pm.execute_notebook(
             str(nb),
             str(scratch),
-            parameters={"profile": profile, "n_jobs": n_jobs},
+            parameters={"profile": profile, "n_jobs": n_jobs, **({} if seed is None else {"seed": seed})},
             engine_name=_ENGINE,
             kernel_name="python3",
             cwd=str(nb.parent),
@@ -541,6 +542,28 @@ def _count_cells(nb: Path) -> int:
         return 1
 
 
+def _prepare_environment(root: Path, profile: str, scheduler: str | None) -> Path:
+    """The environment the notebook kernels inherit (root, profile, results, cache, progress, BLAS threads)."""
+    from dpsco_lib.experiments.cache import cache_dir
+
+    os.environ["DPSCO_ROOT"] = str(root)
+    os.environ["DPSCO_PROFILE"] = profile
+    # Figure data per profile, so a smoke run never overwrites the paper profile's CSVs.
+    os.environ["DPSCO_RESULTS_DIR"] = str(root / "results" / profile)
+    # An absolute cache location: the kernels pass it on to dask workers, whatever their working directory.
+    os.environ["DPSCO_CACHE_DIR"] = str(cache_dir().resolve())
+    progress_dir = root / RUNNING / f"progress-{os.getpid()}"
+    shutil.rmtree(progress_dir, ignore_errors=True)
+    progress_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["DPSCO_PROGRESS_DIR"] = str(progress_dir)
+    # Sweeps parallelize over processes; multi-threaded BLAS inside each of them oversubscribes the cores.
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    if scheduler:
+        os.environ["DPSCO_SCHEDULER"] = scheduler
+    return progress_dir
+
+
 def reproduce(
     names: Sequence[str],
     *,
@@ -568,23 +591,7 @@ def reproduce(
         print(f"dpsco: dask scheduler {scheduler}: {workers} worker(s)", file=sys.stderr)
     out_dir = out_dir or root / EXECUTED
     _stage_book_sources(root, out_dir)
-    from dpsco_lib.experiments.cache import cache_dir
-
-    os.environ["DPSCO_ROOT"] = str(root)
-    os.environ["DPSCO_PROFILE"] = profile
-    # Figure data per profile, so a smoke run never overwrites the paper profile's CSVs.
-    os.environ["DPSCO_RESULTS_DIR"] = str(root / "results" / profile)
-    # An absolute cache location: the kernels pass it on to dask workers, whatever their working directory.
-    os.environ["DPSCO_CACHE_DIR"] = str(cache_dir().resolve())
-    progress_dir = root / RUNNING / f"progress-{os.getpid()}"
-    shutil.rmtree(progress_dir, ignore_errors=True)
-    progress_dir.mkdir(parents=True, exist_ok=True)
-    os.environ["DPSCO_PROGRESS_DIR"] = str(progress_dir)
-    # Sweeps parallelize over processes; multi-threaded BLAS inside each of them oversubscribes the cores.
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
-    if scheduler:
-        os.environ["DPSCO_SCHEDULER"] = scheduler
+    progress_dir = _prepare_environment(root, profile, scheduler)
     per_notebook_jobs = max(1, (os.cpu_count() or 1) // min(jobs, len(notebooks)))
     provenance = run_provenance(root, profile)
     runs: list[NotebookRun] = []
@@ -627,6 +634,50 @@ def reproduce(
     timings_path.write_text(json.dumps(dict(sorted(timings.items())), indent=2) + "\n")
     _stage_timings(root, out_dir)
     return runs
+
+
+SEEDS = Path("_build") / "seeds"
+
+
+def seed_sweep(names: Sequence[str], *, count: int, start: int = 0, profile: str = "smoke", jobs: int = 2,
+               root: Path | None = None) -> dict[str, dict[int, str]]:
+    """Execute each notebook once per seed ``start, ..., start + count - 1``; returns notebook -> seed -> verdict.
+
+    A theorem check must not depend on its seed: every randomized check states its false-alarm probability,
+    and its verdict must pass for consecutive seeds on correct code. The executed copies go to
+    ``_build/seeds/<seed>/`` (never to the book); the summary to ``_build/seeds/summary-<profile>.json``.
+    """
+    if profile not in PROFILES:
+        raise UsageError(f"unknown profile {profile!r} (choose from {', '.join(sorted(PROFILES))})")
+    if count < 1 or jobs < 1 or start < 0:
+        raise UsageError(f"--count and --jobs must be positive and --start >= 0, got {count}, {jobs}, {start}")
+    root = require_book(root or project_root())
+    notebooks = resolve_notebooks(root, names)
+    progress_dir = _prepare_environment(root, profile, None)
+    tasks = [(nb, seed) for nb in notebooks for seed in range(start, start + count)]
+    out: dict[str, dict[int, str]] = {nb.stem: {} for nb in notebooks}
+
+    def run_one(task: tuple[Path, int]) -> tuple[Path, int, str]:
+        nb, seed = task
+        out_dir = root / SEEDS / str(seed)
+        run = _execute(nb, root, out_dir, profile, 1, False, seed=seed)
+        verdict = page_status(run.output).detail if run.error is None else f"FAILED: {run.error}"
+        return nb, seed, verdict
+
+    try:
+        for seed in range(start, start + count):
+            _stage_book_sources(root, root / SEEDS / str(seed))
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for fut in as_completed([pool.submit(run_one, t) for t in tasks]):
+                nb, seed, verdict = fut.result()
+                out[nb.stem][seed] = verdict
+                print(f"{nb.stem} seed {seed}: {verdict}", flush=True)
+    finally:
+        shutil.rmtree(progress_dir, ignore_errors=True)
+    summary = root / SEEDS / f"summary-{profile}.json"
+    summary.parent.mkdir(parents=True, exist_ok=True)
+    summary.write_text(json.dumps({k: dict(sorted(v.items())) for k, v in out.items()}, indent=1) + "\n")
+    return out
 
 
 def run_summary(root: Path, runs: Sequence[NotebookRun], profile: str) -> str:
@@ -910,12 +961,18 @@ def _parser() -> argparse.ArgumentParser:
     lst.add_argument("--paths", action="store_true", help="print only the notebook paths")
     rep = sub.add_parser("reproduce", help="execute notebooks with papermill into _build/executed")
     rep.add_argument("notebooks", nargs="*", help="paths, names or number prefixes (default: all in _toc.yml)")
-    rep.add_argument("--profile", default="paper", help="smoke or paper (default: paper)")
+    rep.add_argument("--profile", default="paper", help="smoke, paper or full (default: paper)")
     rep.add_argument("--jobs", default="2", help="notebooks executed at once (default: 2)")
     rep.add_argument("--timeout", default=None, help="seconds allowed to each notebook (default: no limit)")
     rep.add_argument("--scheduler", default=None, help="dask.distributed scheduler address for the sweeps")
     rep.add_argument("--no-progress", action="store_true", help="no progress bar")
     rep.add_argument("--build", action="store_true", help="build the HTML book afterwards")
+    sds = sub.add_parser("seeds", help="run notebooks once per seed (a verdict must not depend on its seed)")
+    sds.add_argument("notebooks", nargs="*", help="paths, names or number prefixes (default: all in _toc.yml)")
+    sds.add_argument("--count", default="20", help="number of consecutive seeds (default: 20)")
+    sds.add_argument("--start", default="0", help="first seed (default: 0)")
+    sds.add_argument("--profile", default="smoke", help="smoke, paper or full (default: smoke)")
+    sds.add_argument("--jobs", default="2", help="notebook runs at once (default: 2)")
     bld = sub.add_parser("build", help="build the HTML book from the executed notebooks (warnings are errors)")
     bld.add_argument("--all", action="store_true", dest="require_all",
                      help="build only if every notebook ran with a passing verdict (default: the pages that did)")
@@ -944,6 +1001,26 @@ def _list(root: Path, paths_only: bool) -> None:
     print(f"\n{len(notebooks)} notebooks; rerun one with: dpsco reproduce 01 --profile smoke")
 
 
+def _int_option(value: str, option: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise UsageError(f"{option} must be an integer, got {value!r}") from None
+
+
+def _seeds_command(args: argparse.Namespace, root: Path) -> int:
+    """``dpsco seeds``: exit 1 when any seed of any notebook fails its verdict."""
+    out = seed_sweep(args.notebooks, count=_int_option(args.count, "--count"),
+                     start=_int_option(args.start, "--start"), profile=args.profile,
+                     jobs=_int_option(args.jobs, "--jobs"), root=root)
+    bad = {nb: [s for s, v in runs.items() if not v.startswith("VERDICT") or ": PASS (" not in v]
+           for nb, runs in out.items()}
+    for nb, runs in out.items():
+        tail = f"; failing seeds {bad[nb]}" if bad[nb] else ""
+        print(f"{nb}: {len(runs) - len(bad[nb])}/{len(runs)} seeds pass{tail}")
+    return 1 if any(bad.values()) else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     # argparse prints usage + error on bad input; we want one line and exit 2.
@@ -962,6 +1039,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "build":
             return build_book(root, require_all=args.require_all)
+        if args.command == "seeds":
+            return _seeds_command(args, root)
         try:
             jobs = int(args.jobs)
         except ValueError:

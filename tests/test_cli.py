@@ -191,3 +191,12 @@ def test_list_into_a_closed_pipe_stops_quietly():
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0 and "Traceback" not in err and "BrokenPipe" not in err
+
+
+def test_seeds_command_rejects_bad_counts(capsys):
+    from dpsco_lib import cli as _cli
+
+    assert _cli.main(["seeds", "02", "--count", "x"]) == 2
+    assert "--count must be an integer" in capsys.readouterr().err
+    assert _cli.main(["seeds", "02", "--count", "0"]) == 2
+    assert _cli.main(["seeds", "02", "--profile", "huge"]) == 2
