@@ -125,6 +125,8 @@ __all__ = [
     "BiasReducedGradient",
     "alg3_batch_sizes",
     "alg3_draw_epsilon",
+    "alg3_needed_n",
+    "alg3_second_moment_bound",
     "alg3_theory_params",
     "bias_reduced_estimate",
     "bias_reduced_exact_mean",
@@ -509,7 +511,7 @@ class Alg3Params:
 
 
 def _design(n: int, B: int, K: int, N_max: int, n_out: int, eps: float, dl: float, L0: float, log_d: float,
-            M2: float, eta: float | None, accountant: str = "filter") -> dict[str, Any]:
+            M2: float, eta: float | None, accountant: str = "filter", eps0_scale: float = 1.0) -> dict[str, Any]:
     p = truncated_geometric_probabilities(N_max)
     bn = alg3_batch_sizes(B, N_max=N_max)
     w0 = 1.0 + 2.0 / p[0]
@@ -517,7 +519,7 @@ def _design(n: int, B: int, K: int, N_max: int, n_out: int, eps: float, dl: floa
     ed = float(2.0 * (K * (p @ (2.0 ** (np.arange(p.size) + 1))) + n_out))
     T_e = n / eb
     D = max(1, round(T_e * ed))
-    eps0 = _eps0(eps, dl, D, accountant)
+    eps0 = _eps0(eps, dl, D, accountant) * eps0_scale
     # the cap uses max_N(w_N/B_N) (= w_0/B up to the ceil) so that eta = eta_cap gives eps_draw = eps0 exactly
     ratio = float(np.max((1.0 + 2.0 / p) / bn))
     cap = eps0 / (4.0 * L0 * ratio)
@@ -543,7 +545,7 @@ def alg3_theory_params(
     step_size: float | None = None,
     n_out: int = 1,
     second_moment: float | None = None,
-    accountant: str = "filter",
+    accountant: str = "best",
 ) -> Alg3Params:
     r"""K, N_max, B, eta (``step_size``) of Algorithm 3 for the rate of Thm 3.14 [GGP24] (Spec A3, Prop 3.17).
 
@@ -610,7 +612,7 @@ def alg3_theory_params(
     dl = check_delta(delta, allow_zero=False)
     L0 = check_positive(L0, "L0")
     L1 = check_positive(L1, "L1", allow_zero=True)
-    L2 = check_positive(L2, "L2", allow_zero=True)
+    L2 = check_positive(L2, "L2", allow_zero=True, allow_inf=True)
     accountant = _check_a3_accountant(accountant)
     K = 1 if K is None else check_int(K, "K", lo=1)
     if N_max is not None:
@@ -624,23 +626,24 @@ def alg3_theory_params(
     log_d = max(math.log(dx) + math.log(dy), 1e-12)
     dmax = max(dx, dy)
     fixed = (n, K, n_out, eps, dl, L0, log_d, eta)
+    stat = L0 * math.sqrt(log_d / n)
     if N_max is None:
         # largest level <= ceil(log2(n)/2) whose batch fits in a quarter of the data (item 5 of the derivation)
-        for nm in range(max(0, math.ceil(math.log2(n) / 2)), -1, -1):
-            M2 = _m2_bound(L0, L1, dmax, K, nm) if second_moment is None else second_moment
-            B_nm = B if B is not None else _best_B(*fixed, nm, M2)
-            if nm == 0 or alg3_batch_sizes(B_nm, N_max=nm)[-1] <= n / 4:
+        for cap_nm in range(max(0, math.ceil(math.log2(n) / 2)), -1, -1):
+            M2 = _m2_bound(L0, L1, L2, dmax, K, cap_nm) if second_moment is None else second_moment
+            B_nm = B if B is not None else _best_B(*fixed, cap_nm, M2)
+            if cap_nm == 0 or alg3_batch_sizes(B_nm, N_max=cap_nm)[-1] <= n / 4:
                 break
-        N_max = nm
-    M2_bound = _m2_bound(L0, L1, dmax, K, N_max)
+        # ... and below it the smallest level whose bias bound is below the statistical term (item 5)
+        N_max = next(nm for nm in range(cap_nm + 1) if nm == cap_nm or _bias_bound(L2, K, nm) <= stat)
+    M2_bound = _m2_bound(L0, L1, L2, dmax, K, N_max)
     M2 = M2_bound if second_moment is None else second_moment
-    B = B if B is not None else _best_B(*fixed, N_max, M2)
+    B = B if B is not None else _best_B(*fixed, N_max, M2, accountant)
     dz = _design(n, B, K, N_max, n_out, eps, dl, L0, log_d, M2, eta, accountant)
     if dz["T_e"] < 1:
         raise ValueError(f"B = {B} is too large: the expected level-N batch {dz['eb']:.1f} exceeds n = {n}")
     e = float(dz["eta"])
-    bias = 4.0 * 2.0 * L2 / (2 ** (N_max + 1) * K)
-    stat = L0 * math.sqrt(log_d / n)
+    bias = _bias_bound(L2, K, N_max)
     rate = math.log(max(dmax, 2)) * (1.0 / math.sqrt(n) + 1.0 / math.sqrt(n * eps))
     return Alg3Params(
         K=int(K), N_max=int(N_max), B=int(B), n_out=int(n_out), step_size=e, step_size_cap=float(dz["cap"]),
@@ -653,26 +656,59 @@ def alg3_theory_params(
     )
 
 
-def _m2_bound(L0: float, L1: float, dmax: int, K: int, nm: int) -> float:
-    """The worst-case second moment M2 of item 1 of :func:`alg3_theory_params` at N_max = nm."""
+def _bias_bound(L2: float, K: int, nm: int) -> float:
+    """The bias term 4 * 2 L2/(2^{N_max+1} K) of item 4 of :func:`alg3_theory_params` (0 when L2 = 0)."""
+    return 0.0 if L2 == 0 else 4.0 * 2.0 * L2 / (2 ** (nm + 1) * K)
+
+
+def alg3_second_moment_bound(L0: float, L1: float, L2: float, d: int, *, K: int, N_max: int) -> float:
+    r"""A valid bound M2 >= E||G||_inf^2 on the Algorithm 2 oracle, for the step size of Algorithm 3 (Spec A3).
+
+    * L2 = 0 (quadratic objectives, e.g. bilinear games): the gradient is affine in the point, and the average
+      of all 2^{N+1} K draws is the mean of the averages over the odd and the even positions, so the correction
+      g(all) - (g(O) + g(E))/2 vanishes identically and G = g(first K): ||G||_inf <= L0 surely, M2 = L0^2.
+    * otherwise: M2 = 2 L0^2 + 24 Z L1^2 (log d + log(2)/2)(N_max + 1)/K, the worst-case bound of Lemma 3.15's
+      form (item 1 of :func:`alg3_theory_params`); ``L2 = inf`` (not second-order smooth) uses it too.
+    """
+    L0 = check_positive(L0, "L0")
+    L1 = check_positive(L1, "L1", allow_zero=True)
+    L2 = check_positive(L2, "L2", allow_zero=True, allow_inf=True)
+    return _m2_bound(L0, L1, L2, check_int(d, "d", lo=1), check_int(K, "K", lo=1),
+                     check_int(N_max, "N_max", lo=0, hi=_MAX_LEVEL))
+
+
+def _m2_bound(L0: float, L1: float, L2: float, dmax: int, K: int, nm: int) -> float:
+    """The second-moment bound of :func:`alg3_second_moment_bound` (unchecked)."""
+    if L2 == 0:
+        return L0**2
     Z = 2.0 - 2.0**-nm
     return 2.0 * L0**2 + 24.0 * Z * L1**2 * (math.log(dmax) + 0.5 * math.log(2.0)) * (nm + 1) / K
 
 
 def _best_B(n: int, K: int, n_out: int, eps: float, dl: float, L0: float, log_d: float, eta: float | None,
-            nm: int, M2: float) -> int:
+            nm: int, M2: float, accountant: str = "filter") -> int:
     """The base batch minimizing the SMD term (item 4): a geometric grid over [1, n], then its best point's
-    neighbourhood; priced with the filter's closed form (fast; the final design is re-priced by the accountant)."""
+    neighbourhood.  Priced with the filter's closed form times a constant r = eps0_acc/eps0_filter (r = 1 for the
+    filter), r measured at the filter-optimal design and the search repeated once with it: the per-draw budget of
+    a fixed-count accountant scales like that of the filter (~ 1/sqrt(D)) up to a slowly varying factor, so the
+    search stays fast (one accountant calibration) and the final design is re-priced exactly by the accountant."""
 
-    def val(b: int) -> float:
-        return _design(n, b, K, nm, n_out, eps, dl, L0, log_d, M2, eta)["smd"]
+    def search(r: float) -> int:
+        def val(b: int) -> float:
+            return _design(n, b, K, nm, n_out, eps, dl, L0, log_d, M2, eta, eps0_scale=r)["smd"]
 
-    grid = sorted({max(1, round(v)) for v in np.geomspace(1, n, 60)})
-    vals = [val(b) for b in grid]
-    i = int(np.argmin(vals))
-    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-    cand = sorted(set(np.unique(np.geomspace(lo, hi, 24).round().astype(int)).tolist()))
-    return min(cand, key=lambda b: (val(b), b))
+        grid = sorted({max(1, round(v)) for v in np.geomspace(1, n, 60)})
+        vals = [val(b) for b in grid]
+        i = int(np.argmin(vals))
+        lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+        cand = sorted(set(np.unique(np.geomspace(lo, hi, 24).round().astype(int)).tolist()))
+        return min(cand, key=lambda b: (val(b), b))
+
+    b0 = search(1.0)
+    if accountant == "filter":
+        return b0
+    D = _design(n, b0, K, nm, n_out, eps, dl, L0, log_d, M2, eta)["D"]
+    return search(_eps0(eps, dl, D, accountant) / _eps0(eps, dl, D, "filter"))
 
 
 def estimate_oracle_second_moment(
@@ -731,7 +767,7 @@ def run_bias_reduced_smd_saddle(
     n_out: int = 1,
     second_moment: float | None = None,
     max_steps: int | None = None,
-    accountant: str = "filter",
+    accountant: str = "best",
     trace: bool = False,
 ) -> Result:
     r"""Algorithm 3 of [GGP24]: (eps, delta)-DP SMD with bias-reduced vertex sampling and random stopping (Spec A3).
@@ -763,12 +799,12 @@ def run_bias_reduced_smd_saddle(
     max_steps : int, optional
         Hard cap on the number of steps (default: none besides the filter and the data).
     accountant : str
-        ``"filter"`` (default, the algorithm's own accountant: the WRRW23 fully adaptive filter stops the run and
-        calibrates the design budget eps0; this reproduces the paper's Algorithm 3) or one of
-        :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`: eps0 is then the per-step budget of the design
+        ``"best"`` (default: the tightest valid fixed-count accountant, the largest step-size cap) or another of
+        :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`: eps0 is the per-step budget of the design
         number of draws under that accountant and the run stops before its draws exceed the largest count the
-        accountant certifies at (epsilon, delta) (module docstring, "Privacy"; ``"best"`` is the tightest valid
-        accountant and gives the largest step-size cap).
+        accountant certifies at (epsilon, delta) (valid because the number of draws is data-independent; module
+        docstring, "Privacy"); or ``"filter"``, the paper's own accountant: the WRRW23 fully adaptive filter stops
+        the run and calibrates eps0 (about half the per-draw budget of ``"best"``).
     trace : bool
         Also store every step's vertex draws in ``result.trace["draws"]`` (a list of (2, 2^{N_t+1} K + n_out)
         int arrays: row 0 for x, row 1 for y; the last ``n_out`` columns are the output draws).
@@ -815,7 +851,7 @@ def run_bias_reduced_smd_saddle_many(
     n_out: int = 1,
     second_moment: float | None = None,
     max_steps: int | None = None,
-    accountant: str = "filter",
+    accountant: str = "best",
 ) -> dict[str, Any]:
     """``n_runs`` replicas of Algorithm 3 on the same data, vectorized, sharing one level sequence (for audits).
 
@@ -852,9 +888,9 @@ def _resolve(problem: Any, data: Any, epsilon: float, delta: float, K: Any, N_ma
         B = check_int(B, "B", lo=1)
         if B > n:
             raise ValueError(f"B must be <= n = {n} (the level-0 batch), got {B}")
-    prm = alg3_theory_params(n, (problem.dx, problem.dy), eps, dl, problem.L0, problem.L1,
-                             problem.L2 if math.isfinite(problem.L2) else 0.0, K=K, N_max=N_max, B=B,
-                             step_size=step_size, n_out=n_out, second_moment=second_moment, accountant=accountant)
+    prm = alg3_theory_params(n, (problem.dx, problem.dy), eps, dl, problem.L0, problem.L1, float(problem.L2), K=K,
+                             N_max=N_max, B=B, step_size=step_size, n_out=n_out, second_moment=second_moment,
+                             accountant=accountant)
     return data, prm, eps, dl
 
 
@@ -994,7 +1030,7 @@ def run_bias_reduced_smd_saddle_reference(
     n_out: int = 1,
     second_moment: float | None = None,
     max_steps: int | None = None,
-    accountant: str = "filter",
+    accountant: str = "best",
 ) -> Result:
     r"""Algorithm 3 written as the paper states it, one step at a time (the reference of the fast path, Spec A3).
 
@@ -1041,3 +1077,51 @@ def run_bias_reduced_smd_saddle_reference(
     y = sum_y / T if T else np.full(problem.dy, 1.0 / problem.dy)
     return Result(x=x, y=y, params=prm.as_dict(), ledger=_run_ledger(prm.eps_draw, n_draws),
                   info={"steps": T, "records_used": used, "n_draws": n_draws})
+
+
+def alg3_needed_n(
+    d: int | tuple[int, int],
+    epsilon: float,
+    L0: float,
+    L1: float,
+    L2: float,
+    *,
+    target: float,
+    delta_power: float = 1.1,
+    accountant: str = "best",
+    second_moment: float | None = None,
+    n_max: int = 10**9,
+    rtol: float = 0.02,
+) -> int:
+    r"""The smallest n at which the bound of Thm 3.14 with this module's constants reaches ``target`` (Spec A3).
+
+    The bound is ``alg3_theory_params(n, d, epsilon, n^-delta_power, ...).bound`` = l/(eta T) + eta M2 (SMD with
+    the privacy-capped step and M2 of :func:`alg3_second_moment_bound`, or ``second_moment``) + the bias term +
+    L0 sqrt(l/n): an upper bound on E Gap.  By Markov's inequality the median gap is at most 2 E Gap, so
+    ``target`` = half the level one wants the median below is the conservative choice; the caller decides.  The
+    bound decreases in n (both SMD terms ~ n^{-1/2}), so a bisection on log n finds the crossing to relative
+    accuracy ``rtol``.  Returns ``n_max + 1`` if even n_max does not reach ``target``.
+    """
+    target = check_positive(target, "target")
+    n_max = check_int(n_max, "n_max", lo=16)
+    delta_power = check_positive(delta_power, "delta_power")
+    if delta_power <= 1:
+        raise ValueError(f"delta_power must exceed 1 (delta = n^-delta_power < 1/n), got {delta_power!r}")
+
+    def bound(n: int) -> float:
+        prm = alg3_theory_params(n, d, epsilon, float(n ** -delta_power), L0, L1, L2, accountant=accountant,
+                                 second_moment=second_moment)
+        return prm.bound
+
+    lo, hi = 16, n_max
+    if bound(hi) > target:
+        return n_max + 1
+    if bound(lo) <= target:
+        return lo
+    while hi / lo > 1 + check_positive(rtol, "rtol"):
+        mid = int(round(math.sqrt(lo * hi)))
+        if bound(mid) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi

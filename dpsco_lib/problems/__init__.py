@@ -9,11 +9,14 @@ The library works in the idealized real-arithmetic model (float64, non-cryptogra
 """
 
 from dpsco_lib.problems.applications import (
+    QUERY_RELEASE_FAMILY,
     LinearQueryGame,
     MaxOfLosses,
+    group_robust_breast_cancer,
     linear_query_game_from_sklearn,
     load_sklearn_table,
     max_of_losses_from_sklearn,
+    query_release_instance,
 )
 from dpsco_lib.problems.base import Problem, SaddleProblem, solve_cvxpy
 from dpsco_lib.problems.best_response import BestResponseProblem, best_response_problem
@@ -25,6 +28,14 @@ from dpsco_lib.problems.games import (
     random_bilinear_game,
     random_quadratic_game,
     random_softmax_game,
+)
+from dpsco_lib.problems.hard_games import HiddenVertexGame, hidden_vertex_family, hidden_vertex_game
+from dpsco_lib.problems.hard_lp import FingerprintLinearLp, fingerprint_lower_bound, fingerprint_prior
+from dpsco_lib.problems.hard_saddle import (
+    PlantedLinearSCO,
+    PlantedMatrixGame,
+    planted_game_family,
+    planted_sco_family,
 )
 from dpsco_lib.problems.least_squares import (
     LeastSquares,
@@ -50,6 +61,7 @@ __all__ = [
     "BlockSampler",
     "DataStream",
     "Dataset",
+    "FingerprintLinearLp",
     "IntegerDraw",
     "LeastSquares",
     "LinearLossProblem",
@@ -59,6 +71,8 @@ __all__ = [
     "LogisticRegression",
     "MaxOfLosses",
     "NonconvexRegression",
+    "PlantedLinearSCO",
+    "PlantedMatrixGame",
     "Problem",
     "QuadraticGame",
     "RobustRegression",
@@ -66,7 +80,12 @@ __all__ = [
     "SoftmaxGame",
     "SparseLogisticSampler",
     "best_response_problem",
+    "fingerprint_lower_bound",
+    "fingerprint_prior",
     "hard_least_squares",
+    "HiddenVertexGame",
+    "hidden_vertex_family",
+    "hidden_vertex_game",
     "lift_max_of_losses",
     "linear_loss_data",
     "linear_query_game_from_sklearn",
@@ -74,6 +93,11 @@ __all__ = [
     "logistic_regression_data",
     "max_feasible_norm",
     "max_of_losses_from_sklearn",
+    "planted_game_family",
+    "planted_sco_family",
+    "QUERY_RELEASE_FAMILY",
+    "group_robust_breast_cancer",
+    "query_release_instance",
     "pooled_logistic_problem",
     "random_bilinear_game",
     "random_least_squares",
