@@ -52,7 +52,8 @@ def test_fast_lmo_matches_lp_ball_lmo(p):
 
 def test_theory_params_calibration():
     n, d, eps, delta = 10_000, 100, 1.0, 1e-6
-    pn = gg_vr_sfw_theory_params(n, d, 1.5, eps, delta, 3.0, 1.0, 2.0, variant="naive")
+    assert gg_vr_sfw_theory_params(n, d, 1.5, eps, delta, 3.0, 1.0, 2.0).accountant == "best"  # the default
+    pn = gg_vr_sfw_theory_params(n, d, 1.5, eps, delta, 3.0, 1.0, 2.0, variant="naive", accountant="paper")
     assert pn.q == pytest.approx(3.0) and pn.r == pytest.approx(3.0) and pn.kappa == pytest.approx(2.0)
     assert pn.init_batch == 5000 and pn.batch_size == math.ceil(math.sqrt(5000)) and pn.T == 5000 // 71
     assert pn.accountant == "paper" and pn.as_dict()["noise_multiplier"] == pn.noise_multiplier
@@ -61,7 +62,7 @@ def test_theory_params_calibration():
     assert gg_epsilon(pn.noise_multiplier / math.sqrt(K), sensitivity=1.0, delta=delta, kappa=2.0) <= eps
     eps_k = gg_epsilon(pn.noise_multiplier / math.sqrt(K), sensitivity=1.0, delta=delta, kappa=2.0)
     assert eps_k == pytest.approx(eps, rel=1e-9)
-    pt = gg_vr_sfw_theory_params(n, d, 1.5, eps, delta, 3.0, 1.0, 2.0, variant="tree")
+    pt = gg_vr_sfw_theory_params(n, d, 1.5, eps, delta, 3.0, 1.0, 2.0, variant="tree", accountant="paper")
     assert pt.noise_multiplier == gg_sigma_exact(1.0, epsilon=eps, delta=delta, kappa=2.0)
     assert 2 ** pt.depth <= pt.batch_size and pt.records_used <= n
     # kappa = min(q - 1, ~ln d regime) via the library's smooth norm
