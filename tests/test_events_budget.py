@@ -165,6 +165,25 @@ def test_best_is_at_least_as_generous_as_every_single_accountant():
     assert best > 1.5 * per_step_epsilon(eps, delta, k, accountant="kov").value
 
 
+@pytest.mark.parametrize("mechanism", ["pure", "exponential"])
+@pytest.mark.parametrize(("eps", "k"), [(0.05, 3), (1.0, 40), (16.0, 40), (1.0, 3000)])
+def test_best_is_the_minimum_and_its_seeded_solve_the_largest_single_budget(mechanism, eps, k):
+    """"best" is the minimum over the accountants (KOV15's root solve is skipped only where one pass shows it
+    cannot win), and its seeded per-step solve is the largest of the single accountants' budgets."""
+    cls = LaplaceEvent if mechanism == "pure" else ExponentialEvent
+    delta = 1e-6
+    singles = {a: per_step_epsilon(eps, delta, k, accountant=a, mechanism=mechanism).value
+               for a in ("basic", "advanced", "kov", "rdp")}
+    cal = per_step_epsilon(eps, delta, k, accountant="best", mechanism=mechanism)
+    assert cal.value == pytest.approx(max(singles.values()), rel=1e-11) and cal.certified_epsilon <= eps
+    for e0 in (0.5 * cal.value, cal.value, 2.0 * cal.value):
+        ev = (SelfComposedEvent(cls(e0), k),)
+        every = {a: certify_events(ev, delta, a) for a in ("basic", "advanced", "kov", "rdp")}
+        assert certify_events(ev, delta, "best") == min(every.values())
+    if mechanism == "pure":  # the optimal composition of pure steps wins, and "best" resolves to it
+        assert cal.accountant == "kov" and cal.value == pytest.approx(singles["kov"], rel=1e-11)
+
+
 def test_calibrate_noise_multiplier_decreasing_and_discrete_steps():
     cal = calibrate(lambda m: SelfComposedEvent(GaussianEvent(m), 50), epsilon=1.0, delta=1e-5, accountant="gdp",
                     bracket=(1.0, 2.0), increasing=False)

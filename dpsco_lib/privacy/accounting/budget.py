@@ -26,7 +26,7 @@ from scipy import optimize
 
 from dpsco_lib._validation import check_bool, check_delta, check_epsilon, check_int, check_positive
 from dpsco_lib.privacy.accounting.events import DpEvent, ExponentialEvent, LaplaceEvent, SelfComposedEvent
-from dpsco_lib.privacy.accounting.ledger import METHODS, certify_events
+from dpsco_lib.privacy.accounting.ledger import METHODS, certify_events, epsilons_of_events
 
 ACCOUNTANTS = (*METHODS, "paper")
 
@@ -81,20 +81,15 @@ def paper_rule_epsilon(epsilon: float, delta: float, count: int) -> float:
     return epsilon / (2.0 * math.sqrt(2.0 * k * math.log(1.0 / delta)))
 
 
-def _certify(event: DpEvent, delta: float, accountant: str) -> float:
-    method = "advanced" if accountant == "paper" else accountant
-    return certify_events((event,), delta, method)
-
-
-def _resolved(event: DpEvent, delta: float, accountant: str) -> str:
-    if accountant == "paper":
-        return "advanced"
+def _certify(event: DpEvent, delta: float, accountant: str) -> tuple[float, str]:
+    """``certify_events((event,), delta, accountant)`` and the accountant that certifies it ("best": the minimizer
+    of ``epsilons_of_events``, whose minimum is what ``certify_events`` returns; "paper": DRV10)."""
     if accountant != "best":
-        return accountant
-    from dpsco_lib.privacy.accounting.ledger import epsilons_of_events
-
+        method = "advanced" if accountant == "paper" else accountant
+        return certify_events((event,), delta, method), method
     eps = epsilons_of_events((event,), delta, methods=("best",))
-    return min(eps, key=eps.__getitem__)
+    name = min(eps, key=eps.__getitem__)
+    return eps[name], name
 
 
 def _step_to_feasible(fn: Callable[[float], float], x: float, increasing: bool, discrete: bool) -> float:
@@ -170,8 +165,15 @@ def calibrate(
     if not lo < hi:
         raise ValueError(f"bracket must satisfy lo < hi, got {bracket!r}")
 
+    memo: dict[float, tuple[float, str]] = {}  # the solver re-evaluates points; a KOV/PLD certificate costs O(k)
+
+    def cert(x: float) -> tuple[float, str]:
+        if x not in memo:
+            memo[x] = _certify(make_event(round(x) if discrete else x), delta, accountant)
+        return memo[x]
+
     def fn(x: float) -> float:
-        return _certify(make_event(round(x) if discrete else x), delta, accountant) - epsilon
+        return cert(x)[0] - epsilon
 
     if accountant == "paper":
         if guess is None:
@@ -185,8 +187,7 @@ def calibrate(
     else:
         x = _solve(fn, lo, hi, increasing, discrete, guess)
     value = float(round(x)) if discrete else float(x)
-    ev = make_event(round(value) if discrete else value)
-    return Calibration(value, _certify(ev, delta, accountant), _resolved(ev, delta, accountant), epsilon, delta)
+    return Calibration(value, *cert(value), epsilon, delta)
 
 
 def _solve(fn: Callable[[float], float], lo: float, hi: float, increasing: bool, discrete: bool,
@@ -233,13 +234,18 @@ def per_step_epsilon(
     def make(e0: float) -> DpEvent:
         return SelfComposedEvent(cls(e0), k)
 
-    guess = _closed_form_guess(epsilon, delta, k, accountant)
+    guess = _closed_form_guess(epsilon, delta, k, accountant, mechanism)
     return calibrate(make, epsilon=epsilon, delta=delta, accountant=accountant,
                      bracket=(epsilon / k / 4.0, epsilon), increasing=True, guess=guess)
 
 
-def _closed_form_guess(epsilon: float, delta: float, k: int, accountant: str) -> float | None:
-    from dpsco_lib.privacy.accounting.composition import advanced_composition_per_step_epsilon, kov_per_step_epsilon
+def _closed_form_guess(epsilon: float, delta: float, k: int, accountant: str, mechanism: str) -> float | None:
+    from dpsco_lib.privacy.accounting.composition import (
+        _KOV_MAX_STEPS,
+        advanced_composition_per_step_epsilon,
+        kov_delta,
+        kov_per_step_epsilon,
+    )
 
     if accountant == "paper":
         return paper_rule_epsilon(epsilon, delta, k)
@@ -249,6 +255,15 @@ def _closed_form_guess(epsilon: float, delta: float, k: int, accountant: str) ->
         return advanced_composition_per_step_epsilon(epsilon, delta_total=delta, k=k)
     if accountant == "kov" and k <= 2**16:
         return kov_per_step_epsilon(epsilon, delta_total=delta, k=k)
+    if accountant == "best":
+        # "best" is the minimum of accountants that each grow with eps0, so its largest feasible eps0 is the
+        # largest of theirs: the cheap ones seed it, and KOV15 (exact for pure steps) when one O(k) pass shows
+        # that it certifies that seed with room to spare
+        x = max(epsilon / k, advanced_composition_per_step_epsilon(epsilon, delta_total=delta, k=k),
+                per_step_epsilon(epsilon, delta, k, accountant="rdp", mechanism=mechanism).value)
+        if k <= _KOV_MAX_STEPS and kov_delta(x, k=k, epsilon=epsilon) < delta:
+            x = max(x, kov_per_step_epsilon(epsilon, delta_total=delta, k=k))
+        return x
     return None
 
 

@@ -27,7 +27,12 @@ import numpy as np
 
 from dpsco_lib._validation import check_delta, check_epsilon, check_int, check_positive, check_probability
 from dpsco_lib.privacy.accounting._common import _check_orders, _sq
-from dpsco_lib.privacy.accounting.composition import _KOV_MAX_STEPS, _drv_from_sums, _kov_epsilon_unchecked
+from dpsco_lib.privacy.accounting.composition import (
+    _KOV_MAX_STEPS,
+    _drv_from_sums,
+    _kov_delta_unchecked,
+    _kov_epsilon_unchecked,
+)
 from dpsco_lib.privacy.accounting.events import (
     ADD_REMOVE,
     ComposedEvent,
@@ -258,6 +263,18 @@ def _exact_method_applies(st: _Stats) -> bool:
     return only_pure or only_gauss
 
 
+_RESULT_ORDER = ("basic", "advanced", "kov", "gdp", "rdp", "pld", "per_part")
+
+
+def _kov_may_win(st: _Stats, delta: float, out: dict[str, float]) -> bool:
+    """False when KOV15 cannot certify less than the smallest certificate in ``out``: one O(k) pass, delta_KOV at
+    that value above ``delta`` (delta_KOV(eps) does not increase with eps), instead of KOV's root solve of ~30
+    passes; "best" (the minimum) is unchanged, and for exponential-mechanism draws RDP nearly always wins."""
+    if not out or delta <= 0 or st.kov_k == 0:
+        return True
+    return _kov_delta_unchecked(st.kov_eps0, st.kov_k, min(out.values())) <= delta
+
+
 def _plain_epsilons(events: Sequence[DpEvent], delta: float, a: np.ndarray, wanted: set[str]) -> dict[str, float]:
     st = _seq_stats(events, a)
     out: dict[str, float] = {}
@@ -272,8 +289,6 @@ def _plain_epsilons(events: Sequence[DpEvent], delta: float, a: np.ndarray, want
                 f"the exact KOV15 composition is limited to {_KOV_MAX_STEPS} steps (O(k) time and memory), this "
                 f"ledger has {st.kov_k}: use accountant 'rdp', 'advanced' or 'best'"
             )
-        if st.kov_ok and st.kov_k <= _KOV_MAX_STEPS and ("kov" in wanted or best):
-            out["kov"] = 0.0 if st.kov_k == 0 else _kov_epsilon_unchecked(st.kov_eps0, st.kov_k, delta)
     if st.mu2 is not None and ("gdp" in wanted or best):
         if st.mu2 == 0:
             out["gdp"] = 0.0
@@ -281,6 +296,8 @@ def _plain_epsilons(events: Sequence[DpEvent], delta: float, a: np.ndarray, want
             out["gdp"] = gdp_epsilon(math.sqrt(st.mu2), delta=delta) if delta > 0 and st.mu2 < math.inf else math.inf
     if "rdp" in wanted or best:
         out["rdp"] = rdp_to_epsilon(st.rdp, orders=a, delta=delta)[0]
+    if st.kov_ok and st.kov_k <= _KOV_MAX_STEPS and ("kov" in wanted or (best and _kov_may_win(st, delta, out))):
+        out["kov"] = 0.0 if st.kov_k == 0 else _kov_epsilon_unchecked(st.kov_eps0, st.kov_k, delta)
     # PLD: when asked for alone, always; otherwise not beyond the KOV step limit (a PLD of millions of pure steps
     # costs minutes) and, for "best", only where no exact accountant applies.
     small = st.kov_k <= _KOV_MAX_STEPS
@@ -292,7 +309,7 @@ def _plain_epsilons(events: Sequence[DpEvent], delta: float, a: np.ndarray, want
         # one part), so the largest of the parts' own best certificates is valid, and tighter than charging the
         # worst part's statistics accountant by accountant.
         out["per_part"] = max(min(_plain_epsilons(p, delta, a, {"best"}).values()) for p in events[0].parts)
-    return out
+    return {m: out[m] for m in _RESULT_ORDER if m in out}  # a fixed order: "best" resolves ties by it
 
 
 def _group_of_two(events: tuple[DpEvent, ...], delta: float, a: np.ndarray) -> float:
