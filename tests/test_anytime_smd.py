@@ -38,7 +38,7 @@ def test_resample_steps_exact():
 
 @pytest.mark.parametrize("regime", REGIMES)
 @pytest.mark.parametrize("n", [20, 3000, 200_000, 5_000_000])
-@pytest.mark.parametrize("accountant", ["advanced", "paper"])
+@pytest.mark.parametrize("accountant", ["best", "advanced", "paper"])
 def test_theory_params_properties(regime, n, accountant):
     p = alg5_theory_params(n, n_vertices=40, epsilon=0.7, delta=1e-6, L0=3.0, L1=1.0, L2=2.0, regime=regime,
                            accountant=accountant)
@@ -72,8 +72,9 @@ def test_theory_bound_private_term_exponent(regime, expo):
 def test_best_accountant_is_tighter_and_certifies(ls):
     prob, data = ls
     kw = {"epsilon": 1.0, "delta": 1e-6, "T": 30, "K": 3, "K_out": 5, "tau": 4}
-    adv = run_anytime_smd_sco(prob, data, rng=np.random.default_rng(0), **kw)
-    best = run_anytime_smd_sco(prob, data, rng=np.random.default_rng(0), accountant="best", **kw)
+    best = run_anytime_smd_sco(prob, data, rng=np.random.default_rng(0), **kw)  # the default
+    adv = run_anytime_smd_sco(prob, data, rng=np.random.default_rng(0), accountant="advanced", **kw)
+    assert best.info["accountant"] == "best" and adv.info["accountant"] == "advanced"
     assert best.params["eps0"] > adv.params["eps0"] and best.params["eta_cap"] > adv.params["eta_cap"]
     assert best.certified_epsilon(1e-6) <= 1.0 and adv.certified_epsilon(1e-6, accountant="advanced") <= 1.0
 
@@ -87,10 +88,11 @@ def test_ledger_within_target(ls, eps, delta, n, regime):
     prob, data = ls
     res = run_anytime_smd_sco(prob, data[:n], epsilon=eps, delta=delta, rng=np.random.default_rng(0), regime=regime)
     p = res.params
-    adv = res.ledger.epsilon(delta, method="advanced")
-    assert adv <= eps * (1 + 1e-12)
-    assert res.ledger.epsilon(delta) <= adv
-    assert "certified_epsilon" not in res.info and res.certified_epsilon(delta, accountant="advanced") == adv
+    # the default accountant "best" calibrates eps0 and certifies the ledger at most the target
+    cert = res.ledger.epsilon(delta)
+    assert cert <= eps * (1 + 1e-12) and res.info["accountant"] == "best"
+    assert p["eps0"] == per_step_epsilon(eps, delta, p["n_draws"], accountant="best", mechanism="exponential").value
+    assert "certified_epsilon" not in res.info and res.certified_epsilon(delta) == cert
     assert res.ledger.total_count == p["n_draws"]
     assert all(ev.kind == "exponential" and ev.epsilon == p["eps_draw"] for ev in res.ledger.events)
     assert prob.feasible_set.contains(res.x, 1e-12)
@@ -118,7 +120,7 @@ def test_eta_above_cap_rejected_or_charged(ls):
                             tau=2, step_size=big)
     res = run_anytime_smd_sco(prob, data, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(0), T=20, K=2, K_out=2,
                               tau=2, step_size=big, enforce_privacy_cap=False)
-    assert res.ledger.epsilon(1e-6, method="advanced") > 1.0
+    assert res.ledger.epsilon(1e-6) > 1.0  # the default accountant ("best") charges it
 
 
 # ------------------------------------------------------------------ the iteration, exactly
