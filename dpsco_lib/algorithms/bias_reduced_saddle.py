@@ -60,15 +60,15 @@ own spend function, which is a valid fixed-k bound (advanced composition in its 
 optimal KOV15 value), and "best" is at most that.  (Were D data-dependent, only the filter's fully adaptive
 statement would hold.)  ``info["filter_spent"]`` is the filter's own statement, not the certificate.
 
-Accountants (``accountant=``).  The filter is Algorithm 3's own accountant and the default (``"filter"``: it
-stops the run, and :func:`~dpsco_lib.privacy.accounting.budget.filter_per_step_epsilon` calibrates the design
-budget eps0 from the filter's own admission test; this reproduces the paper and the notebook's runs).  Because D is
-data-independent, any fixed-count accountant of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS` may play
-the filter's role: eps0 is then the per-step budget of the design number of draws under that accountant
-(:func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon`, ``mechanism="exponential"``, the events the ledger
-records) and the run stops before its draws exceed the largest count k_max that the accountant certifies at
-(epsilon, delta) (:func:`~dpsco_lib.privacy.accounting.budget.calibrate`, discrete); ``"best"``, the tightest valid
-accountant, gives the largest eps0 and step-size cap.
+Accountants (``accountant=``).  Because D is data-independent, any fixed-count accountant of
+:data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS` may stop the run: eps0 is then the per-step budget of the
+design number of draws under that accountant (:func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon`,
+``mechanism="exponential"``, the events the ledger records) and the run stops before its draws exceed the largest
+count k_max that the accountant certifies at (epsilon, delta) (:func:`~dpsco_lib.privacy.accounting.budget.calibrate`,
+discrete).  The default is ``"best"``, the tightest valid accountant (the largest eps0 and step-size cap, about
+1.6-2.4 times the filter's at the book's settings).  ``"filter"`` is Algorithm 3's own accountant in the paper: the
+WRRW23 fully adaptive filter stops the run and
+:func:`~dpsco_lib.privacy.accounting.budget.filter_per_step_epsilon` calibrates eps0 from its admission test.
 
 Indexing.  Spec A2 (and this module) draw 2^{N+1} K vertices at level N = 0..N_max; drawing 2^N vertices at
 levels N = 1..N_max+1 (K = 1) is the same estimator with the level shifted by one.
@@ -559,7 +559,9 @@ def alg3_theory_params(
        vertex, McDiarmid, as in :func:`~dpsco_lib.problems.maurey_functions.second_moment_bound`; the O(1/k^2)
        bias is neglected).  Hence E||c||^2 <= 3 C_{2^N K} and
        E||G||^2 <= 2 L0^2 + 2 sum_N 3 C_{2^N K}/p_N = 2 L0^2 + 24 Z L1^2 (log d + log(2)/2)(N_max + 1)/K =: M2,
-       linear in N_max: the price of the bias reduction is a log factor.
+       linear in N_max: the price of the bias reduction is a log factor.  If L2 = 0 (quadratic objectives, e.g.
+       bilinear games) the gradient is affine, c = 0 identically and M2 = L0^2 holds surely
+       (:func:`alg3_second_moment_bound`); this is the bound used then.
     2. Cost.  A step at level N uses B_N ~ B w_N/w_0 records and 2 (2^{N+1} K + n_out) vertex draws, so
        E B_N ~ B (1 + 2(N_max+1))/w_0 and E draws = 2 (2 K (N_max+1)/Z + n_out): the data run out after about
        T = n/E B_N steps, having used D = T E(draws) draws.
@@ -579,10 +581,13 @@ def alg3_theory_params(
        E Gap ~ sqrt(l M2/T*) with T* ~ eps n/(L0 w_0 ... ), i.e. log d (1/sqrt n + 1/sqrt(n eps)) up to polylog
        factors (N_max and log(1/delta)) -- the rate of Thm 3.14.  Markov's inequality turns the expectation
        into the constant-probability statement of the theorem (the notebook reports quantiles over seeds).
-    5. Levels and K.  K = 1 (the multilevel correction, not K, removes the bias).  N_max is the largest level
+    5. Levels and K.  K = 1 (the multilevel correction, not K, removes the bias).  N_max is the smallest level
+       whose bias term 8 L2/(2^{N_max+1} K) is at most the statistical term L0 sqrt(l/n) (the condition the proof
+       of Thm 3.14 needs; 0 when L2 = 0, where the oracle has no bias at all), capped at the largest level
        <= ceil(log2(n)/2) whose batch B_{N_max} ~ B 2^{N_max} 4/5 is at most n/4 (B re-optimized for each
-       candidate).  At ceil(log2(n)/2) the bias 8 L2/2^{N_max+1} is <= 4 L2/sqrt n, below the statistical
-       term; the paper takes N_max ~ log n, which only adds a log factor to M2 -- but a level whose batch
+       candidate).  Every extra level costs privacy (a level-N step spends 2^{N+1} K draws and a batch ~ w_N).
+       At ceil(log2(n)/2) the bias 8 L2/2^{N_max+1} is <= 4 L2/sqrt n, below the statistical term; the paper
+       takes N_max ~ log n, which only adds a log factor to M2 -- but a level whose batch
        exceeds the remaining data ends the run (random stopping), so levels with batches beyond a quarter of
        the data would make the stopping time, not the optimization, dominate the gap.  Pass ``N_max`` to
        use another value.
@@ -594,11 +599,13 @@ def alg3_theory_params(
     epsilon, delta : float
         Target; delta in (0, 1).
     L0, L1, L2 : float
-        Constants w.r.t. ||.||_1 (L2 may be 0; it only enters the reported bias term).
+        Constants w.r.t. ||.||_1 (L2 = 0: quadratic, no bias and M2 = L0^2; L2 = inf: not second-order smooth).
     K, N_max, B, step_size : optional
         Fix some parameters (the others are chosen as above).
     n_out : int
         Output vertex draws per player per step (default 1, Line 8 of the paper's Algorithm 3).
+    accountant : str
+        ``"best"`` (default) or another fixed-count accountant, or ``"filter"`` (module docstring).
     second_moment : float, optional
         Replace the worst-case bound M2 of step 1 by an instance value (e.g. from
         :func:`estimate_oracle_second_moment`, which uses the problem's distribution, not the private data).  The
