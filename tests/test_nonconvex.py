@@ -179,7 +179,7 @@ def test_vr_fw_theory_params_closed_form():
     terms = vr_fw_nonconvex_bound(100_000, num_vertices=40, d=20, eps0=p.eps0, L0=1.0, L1=1.0, D=2.0, T=p.T,
                                   eta=p.step_size)
     assert p.rate_bound == pytest.approx(float(terms["total"]))
-    assert p.as_dict()["eps0"] == p.eps0 and p.accountant == "advanced"
+    assert p.as_dict()["eps0"] == p.eps0 and p.accountant == "best"
     # non-private limit: T = n/2 + 1, eta ~ n^(-2/3)
     q = vr_fw_nonconvex_theory_params(8000, epsilon=1e12, delta=1e-6, **_TP)
     assert q.T == 4001 and q.step_size == pytest.approx(8000 ** (1 / 3) / 4001)
@@ -191,14 +191,14 @@ def test_vr_fw_theory_params_closed_form():
 
 @pytest.mark.parametrize("n", [2000, 128_000])
 def test_vr_fw_selection_budget_comes_from_the_budget_path(n):
-    # default "advanced": DRV10 floored at basic composition (the rule of earlier versions); "best" >= it
+    # default "best": the tightest valid accountant; "advanced": DRV10 floored at basic composition (the rule of
+    # earlier versions), never more than "best"
     kw = dict(epsilon=4.0, delta=1e-6, steps_constant=0.05, **_TP)
     p = vr_fw_nonconvex_theory_params(n, **kw)
-    adv = per_step_epsilon(4.0, 1e-6, p.T, accountant="advanced").value
-    assert p.eps0 == max(4.0 / p.T, adv)
-    best = vr_fw_nonconvex_theory_params(n, accountant="best", **kw)
-    assert best.T == p.T and best.eps0 >= p.eps0
-    assert best.eps0 == per_step_epsilon(4.0, 1e-6, p.T, accountant="best").value
+    assert p.accountant == "best" and p.eps0 == per_step_epsilon(4.0, 1e-6, p.T, accountant="best").value
+    adv = vr_fw_nonconvex_theory_params(n, accountant="advanced", **kw)
+    assert adv.T == p.T and adv.eps0 == max(4.0 / p.T, per_step_epsilon(4.0, 1e-6, p.T, accountant="advanced").value)
+    assert p.eps0 >= adv.eps0
     paper = vr_fw_nonconvex_theory_params(n, accountant="paper", **kw)
     assert paper.eps0 == pytest.approx(4.0 / (2 * np.sqrt(2 * p.T * np.log(1e6))))
 
@@ -211,9 +211,8 @@ def test_vr_fw_ledger_certifies_target(smooth_pr, eps, delta, n):
     res = run_private_vr_fw_nonconvex(smooth_pr, data, epsilon=eps, delta=delta, rng=np.random.default_rng(1))
     assert res.certified_epsilon(delta) <= eps
     assert "certified_epsilon" not in res.info and res.relation == "replace_one"
-    # eps0 is tight for the composition theorem that chose it (basic or DRV10); the ledger's best can be lower
-    used = res.ledger.epsilons(delta, methods=("basic", "advanced") if delta > 0 else ("basic",))
-    assert min(used.values()) == pytest.approx(eps, rel=1e-6)
+    # eps0 is tight for the default accountant that chose it ("best"; basic composition when delta = 0)
+    assert res.params["accountant"] == "best" and res.certified_epsilon(delta) == pytest.approx(eps, rel=1e-6)
     assert res.params["records_used"] <= n
     assert smooth_pr.feasible_set.contains(res.x)
 
