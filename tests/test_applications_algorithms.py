@@ -60,7 +60,8 @@ def test_query_release_params_privacy_and_balance() -> None:
     assert certify_events((draws,), DELTA, "best") <= eps * (1 + 1e-12)
     # balance: the cap still dominates the unconstrained step at T, not at T + 1
     l = math.log(N) + math.log(2 * m)
-    nxt = alg1_per_draw_budget(eps, delta=DELTA, n_draws=p.T + 1) * (n // (p.T + 1)) / 2
+    # (the search for T prices eps0 with RDP, a cheap valid accountant; the run's eps0 is the tightest one's)
+    nxt = alg1_per_draw_budget(eps, delta=DELTA, n_draws=p.T + 1, accountant="rdp") * (n // (p.T + 1)) / 2
     assert p.eta_cap >= math.sqrt(l / p.T) and nxt < math.sqrt(l / (p.T + 1))
     with pytest.raises(ValueError, match="privacy cap"):
         query_release_params(n, N=N, m=m, epsilon=eps, delta=DELTA, T=p.T, step_size=2 * p.eta_cap)
@@ -210,3 +211,84 @@ def test_x2_bad_inputs(mol: MaxOfLosses, game: LinearQueryGame) -> None:
         run_group_robust_alg1(mol, bad, epsilon=1.0, delta=DELTA, rng=rng)
     with pytest.raises(ValueError, match="epsilon"):
         run_group_robust_alg1(mol, data, epsilon=0.0, delta=DELTA, rng=rng)
+
+
+# ---------------------------------------------------------------------------------------------- family, core, audits
+def test_query_release_instance_family(game: LinearQueryGame) -> None:
+    from dpsco_lib.problems.applications import QUERY_RELEASE_FAMILY, query_release_instance
+
+    rng = np.random.default_rng(0)
+    for lab, support in zip(QUERY_RELEASE_FAMILY, (None, 1, 2, 8), strict=True):
+        g = query_release_instance(game, 64, lab, rng)
+        assert g.records.size == 64 and np.array_equal(g.Q, game.Q)
+        if support is not None:
+            assert np.unique(g.records).size == support and np.ptp(np.bincount(g.records, minlength=g.N)[g.histogram > 0]) <= 1
+    with pytest.raises(ValueError, match="instance"):
+        query_release_instance(game, 10, "dense", rng)
+    with pytest.raises(TypeError, match="rng"):
+        query_release_instance(game, 10, "point-mass", 0)  # type: ignore[arg-type]
+
+
+def test_group_robust_breast_cancer() -> None:
+    from dpsco_lib.problems.applications import group_robust_breast_cancer
+
+    P = group_robust_breast_cancer()
+    assert P.dx == 5 and P.m == 3 and P.B_a <= 1.0 and P.radius == 2.0
+    assert np.allclose(P.pi, 1 / 3, atol=0.01)
+
+
+def test_structured_core_matches_runner_and_loss_replay(game: LinearQueryGame) -> None:
+    from dpsco_lib.algorithms.applications import query_release_privacy_loss, structured_query_release
+
+    g = _big_game(game, 600)
+    prm = query_release_params(600, N=g.N, m=g.n_queries, epsilon=1.0, delta=DELTA)
+    x, draws = structured_query_release(g, g.records, prm, np.random.default_rng(1))
+    assert draws.shape == (prm.T - 1, prm.K) and x.sum() == pytest.approx(1.0)
+    assert query_release_privacy_loss(g, g.records, g.records, prm, draws) == 0.0
+    nb = g.records.copy()
+    nb[0] = (nb[0] + 1) % g.N
+    # E_P[exp(-L)] = 1 for the exact privacy loss (importance-sampling identity), the loss is small at eps = 1
+    L = np.array([query_release_privacy_loss(g, g.records, nb, prm,
+                                             structured_query_release(g, g.records, prm, np.random.default_rng(s))[1])
+                  for s in range(200)])
+    assert np.mean(np.exp(-L)) == pytest.approx(1.0, abs=0.02) and np.max(np.abs(L)) < 1.0
+    with pytest.raises(ValueError, match="draws"):
+        query_release_privacy_loss(g, g.records, nb, prm, draws[1:])
+    with pytest.raises(ValueError, match="neighbour"):
+        query_release_privacy_loss(g, g.records, nb[:10], prm, draws)
+
+
+@pytest.mark.statistical
+def test_x1_privacy_loss_audit_catches_draws_counted_once() -> None:
+    """Exact privacy-loss replay of the structured X1 variant on a worst-case pair (fixed seed).
+
+    The lower confidence bound on delta(eps) is exact (Clopper-Pearson, alpha = 1e-3): correct code is flagged
+    with probability <= 5e-4.  The broken variant (per-draw budget of one round's K draws instead of K T, T
+    re-balanced) has a privacy loss of order 1 per run and is flagged with probability > 0.999 at these sizes.
+    """
+    from dpsco_lib.experiments import applications_checks as ac
+    from dpsco_lib.experiments import delta_for_n
+
+    n = 100
+    dl, g = delta_for_n(n), ac.x1_base_game()
+    ok = query_release_params(n, N=g.N, m=g.n_queries, epsilon=1.0, delta=dl)
+    br = ac.broken_query_release_params(n, N=g.N, m=g.n_queries, epsilon=1.0, delta=dl)
+    rows = [ac.audit_row(lab, ac.x1_privacy_loss_samples(p, n=n, runs=runs, rng=np.random.default_rng(7)),
+                         epsilon=1.0, delta=dl, certified=1.0)
+            for lab, p, runs in (("correct", ok, 300), ("draws counted once", br, 60))]
+    assert not rows[0]["violation detected"] and rows[1]["violation detected"]
+
+
+@pytest.mark.statistical
+def test_x2_sensitivity_audit_catches_under_priced_draws() -> None:
+    """Exact recomputation of the gradient sensitivity behind the X2 ledger (fixed seed, false-alarm probability 0:
+    the lifted constants bound every gradient).  Caught: the constants scaled by 1/2 (the step size doubled for the
+    same ledger, i.e. the sampling noise halved) and by pi_min = 1/3 (importance weights forgotten)."""
+    from dpsco_lib.experiments import applications_checks as ac
+
+    rows = [ac.x2_sensitivity_audit(n=5000, epsilon=1.0, rng=np.random.default_rng(3), constant_factor=f)
+            for f in (1.0, 0.5, 1 / 3)]
+    assert not rows[0]["violation detected"]
+    assert rows[0]["largest gradient recomputed"] <= rows[0]["L0 the ledger prices"]
+    assert rows[1]["violation detected"] and rows[2]["violation detected"]
+    assert all(r["ledger certifies eps"] <= 1 + 1e-9 for r in rows)  # the broken ledgers claim the target

@@ -18,7 +18,8 @@ error max_j |<q_j, p> - <q_j, h>|.  Two private solvers:
   2 eta/B-DP (the exponential mechanism with its factor 2; half of the generic 4 eta L0/B, L0 = 1).
   The K T draws compose; the per-draw budget eps0 comes from the one calibration path
   (:func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon`, K T exponential-mechanism events, accountant
-  ``accountant=``, default ``"advanced"`` as in earlier versions), so the privacy cap is eta <= eps0 B/2.
+  ``accountant=``, default ``"best"``, the tightest valid accountant; ``"paper"`` is the rule of GGP24 Cor 3.6),
+  so the privacy cap is eta <= eps0 B/2.
   T is where that cap meets the unconstrained SMD step sqrt(l/T) (l = log N + log 2m),
   exactly as in :func:`~dpsco_lib.algorithms.private_smd_saddle.alg1_theory_params`.  Output: the average of
   the p-iterates, a distribution over the universe (optionally ``synthetic_size`` records drawn from it).
@@ -87,7 +88,9 @@ __all__ = [
     "run_alg1_query_release",
     "run_group_blind_erm",
     "run_group_robust_alg1",
+    "query_release_privacy_loss",
     "run_nonprivate_query_release",
+    "structured_query_release",
 ]
 
 VARIANTS = ("structured", "generic")
@@ -136,6 +139,10 @@ class QueryReleaseParams:
         return dict(self.__dict__)
 
 
+# the accountant that prices eps0 inside the search for T (a utility root solve evaluated ~log2(n) times)
+_SEARCH_ACCOUNTANT = {"best": "rdp", "pld": "rdp", "kov": "advanced"}
+
+
 def _qr_cap(n: int, T: int, K: int, eps: float, dl: float, accountant: str) -> float:
     # eps0 from the budget path (per_step_epsilon, K T exponential-mechanism draws, cached there)
     return alg1_per_draw_budget(eps, delta=dl, n_draws=K * T, accountant=accountant) * (n // T) / 2.0
@@ -152,7 +159,10 @@ def query_release_params(
     eta_cap(T) >= eta_stat(T) (bisection with the exact accountant: a utility root solve, eps0 itself comes
     from ``per_step_epsilon``), and eta = min(eta_cap, eta_stat).  A given ``step_size`` above the cap raises
     ``ValueError``.  ``accountant``: one of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS` (default
-    ``"advanced"``, DRV10 as in earlier versions; ``"best"`` is the tightest valid accountant).
+    ``"best"``, the tightest valid accountant; ``"paper"`` the rule of GGP24 Cor 3.6, ``"advanced"`` DRV10).
+    For ``"best"``, ``"pld"`` and ``"kov"`` the search for T prices eps0 with RDP (a cheap valid accountant of
+    similar tightness; one PLD or KOV evaluation takes up to seconds); eps0, the cap and eta at that T are the
+    chosen accountant's.
     """
     n = check_int(n, "n", lo=1)
     N = check_int(N, "N", lo=2)
@@ -163,8 +173,10 @@ def query_release_params(
     accountant = check_accountant(accountant)
     log_d = math.log(N) + math.log(2 * m)
 
+    search = _SEARCH_ACCOUNTANT.get(accountant, accountant)
+
     def ok(t: int) -> bool:
-        return _qr_cap(n, t, K, eps, dl, accountant) >= math.sqrt(log_d / t)
+        return _qr_cap(n, t, K, eps, dl, search) >= math.sqrt(log_d / t)
 
     if T is None:  # a utility root solve (where two step sizes cross), not a privacy calibration
         if ok(n):
@@ -234,7 +246,7 @@ def run_alg1_query_release(
         Generic: passed to ``run_private_smd_saddle`` (regime "quadratic", default K = 1).
     accountant : str
         One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`: calibrates the per-draw budget
-        (default ``"advanced"``, DRV10 as in earlier versions; ``"best"`` is the tightest valid accountant).
+        (default ``"best"``, the tightest valid accountant; ``"paper"`` the rule of GGP24 Cor 3.6).
     synthetic_size : int, optional
         If given, release ``synthetic_size`` records drawn from the output distribution (post-processing);
         ``x`` is then their empirical distribution.
@@ -265,7 +277,7 @@ def run_alg1_query_release(
     else:
         prm = query_release_params(n, N=game.N, m=game.n_queries, epsilon=eps, delta=dl, K=K, T=T,
                                    step_size=step_size, accountant=accountant)
-        x = _structured_core(game, rec, prm, rng)
+        x, _ = structured_query_release(game, rec, prm, rng)
         led = PrivacyLedger()
         led.record_exponential(prm.eps_draw, count=prm.n_draws, label="Alg 1 query-release y-draws (Spec X1)")
         params = prm.as_dict()
@@ -285,33 +297,99 @@ def run_alg1_query_release(
     return Result(x=x, trace=trace, params=params, ledger=led, info=info)
 
 
-def _structured_core(game: LinearQueryGame, rec: np.ndarray, prm: QueryReleaseParams,
-                     rng: np.random.Generator) -> np.ndarray:
-    """The structured variant: exact p-iterates, K vertex draws of y per step, disjoint batches."""
+def structured_query_release(game: LinearQueryGame, records: np.ndarray, prm: QueryReleaseParams,
+                             rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    r"""The structured variant on ``records`` in the given order with parameters ``prm`` (Spec X1).
+
+    Exact p-iterates, K vertex draws of y per step, disjoint batches S_t = records[t B:(t + 1) B].  No ledger:
+    :func:`run_alg1_query_release` records the K T draws of ``prm``; this core serves it and the privacy audits
+    (which run it on a fixed order and a given, possibly deliberately wrong, ``prm``).
+
+    Returns
+    -------
+    (x, draws)
+        x the average of p_1..p_T (a distribution over the universe); draws (T - 1, K) the y-vertices drawn at
+        steps 1..T - 1 (the last step's draw is never used, so it is not made).
+    """
     N, m = game.N, game.n_queries
     Q = game.Q
     T, B, K, eta = prm.T, prm.B, prm.K, prm.eta
     # batch histograms h_{S_t} (T, N) and their query answers (T, m) in one pass
-    used = rec[: T * B]
+    used = np.asarray(records)[: T * B]
     Hb = np.bincount((np.arange(T * B) // B) * N + used, minlength=T * N).reshape(T, N) / B
     QH = Hb @ Q.T
     log_p = np.full((1, N), -math.log(N))
     log_y = np.full((1, 2 * m), -math.log(2 * m))
     sum_p = np.zeros(N)
+    draws = np.empty((max(T - 1, 0), K), dtype=np.int64)
     for t in range(T):
         p = np.exp(log_p[0])
         sum_p += p
         if t == T - 1:
             break  # the last update is never used
-        draws = sample_categorical_log(log_y[0], rng=rng, size=K)
-        ytil = np.bincount(draws, minlength=2 * m) / K
+        draws[t] = sample_categorical_log(log_y[0], rng=rng, size=K)
+        ytil = np.bincount(draws[t], minlength=2 * m) / K
         gp = Q.T @ (ytil[:m] - ytil[m:])  # B y~ (data-independent)
         r = Q @ p - QH[t]  # <q_j, p_t - h_{S_t}>
         gy = np.concatenate([r, -r])  # B^T (p_t - h_{S_t}); ascent in y
         log_p = entropic_step_unchecked(log_p, gp[None], eta)
         log_y = entropic_step_unchecked(log_y, -gy[None], eta)
     x = sum_p / T
-    return x / x.sum()
+    return x / x.sum(), draws
+
+
+def _y_log_probs(Q: np.ndarray, records: np.ndarray, prm: QueryReleaseParams, draws: np.ndarray) -> np.ndarray:
+    """log P(draws[t] | past) of every step's y-draws on ``records`` (the replay of the structured variant)."""
+    N, m = Q.shape[1], Q.shape[0]
+    T, B, K, eta = prm.T, prm.B, prm.K, prm.eta
+    used = np.asarray(records)[: T * B]
+    QH = np.bincount((np.arange(T * B) // B) * N + used, minlength=T * N).reshape(T, N) @ Q.T / B
+    log_p = np.full(N, -math.log(N))
+    log_y = np.full(2 * m, -math.log(2 * m))
+    out = np.empty(T - 1)
+    for t in range(T - 1):
+        out[t] = log_y[draws[t]].sum()
+        ytil = np.bincount(draws[t], minlength=2 * m) / K
+        r = Q @ np.exp(log_p) - QH[t]
+        log_p = entropic_step_unchecked(log_p, Q.T @ (ytil[:m] - ytil[m:]), eta)
+        log_y = entropic_step_unchecked(log_y, -np.concatenate([r, -r]), eta)
+    return out
+
+
+def query_release_privacy_loss(game: LinearQueryGame, records: Any, neighbour: Any, prm: QueryReleaseParams,
+                               draws: Any) -> float:
+    r"""Exact privacy loss ln P_S(draws)/P_S'(draws) of one run of the structured variant (Spec X1).
+
+    The p-iterates are a function of the released y-draws alone, so the output of a run on ``records`` (in this
+    order) is a post-processing of ``draws``, whose probability is the product over steps of
+    y_t(S)[draws[t]] (y_t(S) the y-iterate given the past draws and the batches of S).  Replaying the iteration
+    on both datasets gives the privacy-loss variable L exactly; for draws from the run on S,
+    E[(1 - e^{eps - L})_+] is the tight delta(eps) of the pair (S, S') (Balle & Wang 2018), which the audits
+    estimate (:func:`~dpsco_lib.privacy.audit.monte_carlo_delta`).
+
+    Parameters
+    ----------
+    game : LinearQueryGame
+        Supplies the queries (its own records are not used).
+    records, neighbour : int arrays (n,)
+        The two datasets in the order the run used (same length; a replace-one pair differs in one entry).
+    prm : QueryReleaseParams
+        The parameters of the run.
+    draws : int array (T - 1, K)
+        The draws the run made (:func:`structured_query_release`).
+    """
+    game = _check_game(game)
+    a, b = np.asarray(records), np.asarray(neighbour)
+    if a.shape != b.shape or a.ndim != 1 or a.size < prm.T * prm.B:
+        raise ValueError(f"records and neighbour must be 1-D of equal length >= T B = {prm.T * prm.B}, got "
+                         f"shapes {a.shape} and {b.shape}")
+    for name, v in (("records", a), ("neighbour", b)):
+        if v.dtype.kind not in "iu" or v.min() < 0 or v.max() >= game.N:
+            raise ValueError(f"{name} must hold universe indices in [0, {game.N})")
+    dr = np.asarray(draws)
+    if dr.shape != (max(prm.T - 1, 0), prm.K):
+        raise ValueError(f"draws must have shape (T - 1, K) = ({prm.T - 1}, {prm.K}), got {dr.shape}")
+    return float(np.sum(_y_log_probs(game.Q, a, prm, dr) - _y_log_probs(game.Q, b, prm, dr)))
 
 
 def run_nonprivate_query_release(game: LinearQueryGame, *, rng: np.random.Generator, T: int | None = None) -> Result:

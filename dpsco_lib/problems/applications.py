@@ -47,11 +47,14 @@ from dpsco_lib.problems.base import SaddleProblem, solve_cvxpy
 from dpsco_lib.problems.dataset import Dataset
 
 __all__ = [
+    "QUERY_RELEASE_FAMILY",
     "LinearQueryGame",
     "MaxOfLosses",
+    "group_robust_breast_cancer",
     "linear_query_game_from_sklearn",
     "load_sklearn_table",
     "max_of_losses_from_sklearn",
+    "query_release_instance",
 ]
 
 _SKLEARN = ("breast_cancer", "digits")
@@ -175,6 +178,45 @@ def linear_query_game_from_sklearn(
         for vals in itertools.product((0, 1), repeat=way):
             queries.append(np.all(universe_bits[:, attrs] == np.array(vals), axis=1))
     return LinearQueryGame(np.array(queries, dtype=np.float64), records)
+
+
+QUERY_RELEASE_FAMILY = ("breast-cancer", "point-mass", "two-point", "sparse-8")
+
+
+def query_release_instance(base: LinearQueryGame, n: int, instance: str, rng: np.random.Generator) -> LinearQueryGame:
+    r"""A private dataset of ``n`` records for the queries of ``base``, from a hard instance family (Spec X1).
+
+    ``"breast-cancer"``: n records i.i.d. from the histogram of ``base`` (the real data).  ``"point-mass"``,
+    ``"two-point"``, ``"sparse-8"``: n records spread evenly at random over 1, 2 or 8 universe elements drawn
+    uniformly (without replacement) by ``rng``.  Concentrated datasets are the packing instances of the lower
+    bounds for private query release (Hardt & Talwar 2010; Bun, Ullman & Vadhan 2014: distinguishing among
+    datasets concentrated on different universe elements): they maximize the entropic distance
+    KL(h || uniform) = log N - H(h) that mirror descent started at the uniform distribution must cover, so they are
+    the hard members for the rate of Thm 1.1 (GGP24) and for MWEM alike.
+
+    Parameters
+    ----------
+    base : LinearQueryGame
+        Supplies the universe and the queries.
+    n : int
+        Number of records (>= 1).
+    instance : str
+        One of :data:`QUERY_RELEASE_FAMILY`.
+    rng : numpy.random.Generator
+    """
+    if not isinstance(base, LinearQueryGame):
+        raise ValueError(f"base must be a LinearQueryGame, got {type(base).__name__}")
+    n = check_int(n, "n", lo=1)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    if instance == "breast-cancer":
+        return LinearQueryGame(base.Q, rng.choice(base.N, size=n, p=base.histogram))
+    sizes = {"point-mass": 1, "two-point": 2, "sparse-8": 8}
+    if instance not in sizes:
+        raise ValueError(f"instance must be one of {QUERY_RELEASE_FAMILY}, got {instance!r}")
+    s = min(sizes[instance], base.N)
+    support = rng.choice(base.N, size=s, replace=False)
+    return LinearQueryGame(base.Q, support[rng.permutation(np.arange(n) % s)])
 
 
 class MaxOfLosses(SaddleProblem):
@@ -332,3 +374,23 @@ def max_of_losses_from_sklearn(
     Z = np.column_stack([Z, np.ones(Z.shape[0])])
     labels = np.where(t == 1, 1.0, -1.0) if name == "breast_cancer" else np.where(t >= 5, 1.0, -1.0)
     return MaxOfLosses(Z, labels, groups, radius=radius)
+
+
+GROUP_FEATURES = (1, 21, 24, 28)  # mean texture, worst texture, worst smoothness, worst symmetry
+
+
+def group_robust_breast_cancer(radius: float = 2.0) -> MaxOfLosses:
+    r"""The group-robust logistic regression of notebook 13 on the breast-cancer data (Spec X2).
+
+    Groups: the terciles of the mean radius (tumour size).  Features: mean texture, worst texture, worst
+    smoothness, worst symmetry, standardized, divided by 2 and clipped to [-1, 1], plus an intercept
+    (so ||a||_inf <= 1); labels malignant = -1, benign = +1; x in the l1 ball of radius ``radius``.
+    The size terciles have very different base rates, so the pooled minimizer serves the small-tumour groups
+    well and the large-tumour group badly: the worst-group loss separates group-robust from group-blind learning.
+    """
+    X, t = load_sklearn_table("breast_cancer")
+    edges = np.quantile(X[:, 0], [1 / 3, 2 / 3])
+    groups = np.searchsorted(edges, X[:, 0], side="right").astype(np.int64)
+    Z = X[:, list(GROUP_FEATURES)]
+    Z = np.clip((Z - Z.mean(axis=0)) / Z.std(axis=0) / 2.0, -1.0, 1.0)
+    return MaxOfLosses(np.column_stack([Z, np.ones(len(Z))]), np.where(t == 1, 1.0, -1.0), groups, radius=radius)
