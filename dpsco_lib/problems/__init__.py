@@ -30,6 +30,7 @@ from dpsco_lib.problems.games import (
     random_softmax_game,
 )
 from dpsco_lib.problems.hard_games import HiddenVertexGame, hidden_vertex_family, hidden_vertex_game
+from dpsco_lib.problems.hard_linear import HardLinear, hard_linear
 from dpsco_lib.problems.hard_lp import FingerprintLinearLp, fingerprint_lower_bound, fingerprint_prior
 from dpsco_lib.problems.hard_saddle import (
     PlantedLinearSCO,
@@ -61,6 +62,7 @@ __all__ = [
     "BlockSampler",
     "DataStream",
     "Dataset",
+    "HardLinear",
     "FingerprintLinearLp",
     "IntegerDraw",
     "LeastSquares",
@@ -83,6 +85,7 @@ __all__ = [
     "fingerprint_lower_bound",
     "fingerprint_prior",
     "hard_least_squares",
+    "hard_linear",
     "HiddenVertexGame",
     "hidden_vertex_family",
     "hidden_vertex_game",

@@ -1,0 +1,165 @@
+r"""Linear losses over the l1 ball with a planted vertex: the hard instance family of Spec F1, F2, S2.
+
+The family (one instance per hardness parameter ``gamma``). Records ``z in {-1, +1}^d`` with independent
+coordinates, ``z_1 = -1`` with probability ``(1 + gamma)/2`` and ``z_j`` Rademacher for ``j >= 2``, so
+``E z = -gamma e_1``; the loss is linear, ``f(x; z) = <z, x>``, over the l1 ball of radius ``r``:
+
+.. math:: F(x) = \mathbb E_z \langle z, x\rangle = -\gamma x_1,\qquad x^\star = r e_1,\qquad F^\star = -\gamma r,
+          \qquad F(x) - F^\star = \gamma\,(r - x_1).
+
+Constants in the l1 setup (gradients in l_inf): ``||grad f||_inf = ||z||_inf = 1`` so ``L0 = 1``; the gradient
+does not depend on ``x``, so ``L1 = L2 = 0``; ``D = 2r`` and ``|V| = 2d``. The trivial output (the centre 0)
+has excess ``gamma r``.
+
+Why it is hard (the lower-bound construction for l1 DP-SCO). Every selection rule must tell the vertex
+``r e_1`` apart from the ``2d - 1`` others from the records alone. The score gap is ``gamma r`` while the
+empirical scores of the other vertices fluctuate by ``sqrt(2 ln(2d)/n)`` (the statistical scale) and a private
+selection adds noise at its own scale (``~ ln|V| / (eps n)`` for a single pure-DP selection, more for an
+iterative method that composes many selections); an algorithm's excess at ``gamma`` is ``gamma`` times the
+weight it puts on wrong vertices, which is large while ``gamma`` is below its scale. The worst case over
+``gamma`` therefore sits at ``gamma`` of the order of the algorithm's error scale and shrinks with ``n`` like
+the minimax rate, as in the lower-bound constructions of Asi, Feldman, Koren and Talwar (ICML 2021) and
+Bassily, Guzmán and Nandi (COLT 2021). Notebook 05 measures the worst case over a grid of ``gamma`` that
+brackets that scale at every ``n``.
+
+Sampling. ``gamma`` is stored as the exactly represented ``2 k / 2^30 - 1`` closest to the requested value
+(the coin of ``z_1`` is an integer draw ``u < k`` out of ``2^30``), so ``E z = -gamma e_1`` holds exactly for
+the stored ``gamma``. The sampler is a :class:`~dpsco_lib.problems.stream.BlockSampler`, so
+``problem.stream(n, rng, block_size)`` holds one block at a time.
+
+The library works in the idealized real-arithmetic model (float64, non-cryptographic RNG).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpsco_lib._validation import check_in_range, check_int, check_positive
+from dpsco_lib.geometry.sets import L1Ball
+from dpsco_lib.problems.base import Problem
+from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.problems.stream import BlockSampler, IntegerDraw
+
+__all__ = ["HardLinear", "hard_linear"]
+
+#: Resolution of the coin of the first coordinate: P(z_1 = -1) = k / 2^30.
+COIN_BITS = 30
+_RTOL = 1e-9
+
+
+@dataclass(frozen=True)
+class _PlantedSignSampler(BlockSampler):
+    """``z_j`` Rademacher for ``j >= 2`` and ``z_1 = -1`` iff ``u < threshold`` (``u`` uniform in [0, 2^30))."""
+
+    d: int
+    threshold: int
+
+    labelled = False
+
+    def draws(self) -> tuple[IntegerDraw, ...]:
+        return (IntegerDraw(0, 2, self.d), IntegerDraw(0, 1 << COIN_BITS))
+
+    def n_features(self) -> int:
+        return self.d
+
+    def fill(self, raw: tuple[np.ndarray, ...], X: np.ndarray, y: np.ndarray | None) -> None:
+        signs, coin = raw
+        np.multiply(signs, 2.0, out=X)
+        X -= 1.0
+        X[:, 0] = np.where(coin < self.threshold, -1.0, 1.0)
+
+
+class HardLinear(Problem):
+    r"""``f(x; z) = <z, x>`` over the l1 ball of radius ``r``, ``E z = -gamma e_1`` (module docstring).
+
+    Parameters
+    ----------
+    d : int
+        Dimension, ``>= 2``.
+    gamma : float
+        Hardness parameter in (0, 1]: the mean of ``-z_1`` and the score gap of the optimal vertex (per unit
+        radius). Stored as the nearest ``2 k/2^30 - 1`` (attribute ``gamma``).
+    radius : float
+        ``r > 0``.
+
+    Attributes
+    ----------
+    gamma : float
+        The exact hardness parameter of the sampled distribution.
+    L0, L1, L2 : float
+        ``1, 0, 0`` (l1 setup, gradients in l_inf).
+    """
+
+    needs_labels = False
+
+    def __init__(self, d: int, gamma: float, *, radius: float = 1.0) -> None:
+        d = check_int(d, "d", lo=2)
+        gamma = check_in_range(gamma, "gamma", 0.0, 1.0, lo_inclusive=False)
+        self.radius = check_positive(radius, "radius")
+        k = int(round((1.0 + gamma) / 2.0 * (1 << COIN_BITS)))
+        self.sampler = _PlantedSignSampler(d, k)
+        self.gamma = 2.0 * k / (1 << COIN_BITS) - 1.0
+        self.feasible_set = L1Ball(d, self.radius)
+        self.p = 1.0
+        self.L0, self.L1, self.L2 = 1.0, 0.0, 0.0
+        self.exact_population = True
+        self.spec = "F1, F2, S2"
+        self.mu = np.zeros(d)
+        self.mu[0] = -self.gamma
+        x_star = np.zeros(d)
+        x_star[0] = self.radius
+        self._cache = {"opt": (x_star, -self.gamma * self.radius)}
+
+    def __repr__(self) -> str:
+        return f"HardLinear(d={self.d}, gamma={self.gamma:.6g}, radius={self.radius:g})"
+
+    @property
+    def trivial_error(self) -> float:
+        """Excess risk of the centre ``x = 0``: ``gamma r``."""
+        return self.gamma * self.radius
+
+    def _bounds_text(self) -> str:
+        return "||z||_inf <= 1"
+
+    # ---- oracle
+    def _loss(self, x: np.ndarray, data: Dataset) -> np.ndarray:
+        return data.X @ x
+
+    def _grad(self, x: np.ndarray, data: Dataset) -> np.ndarray:
+        return np.array(data.X, dtype=np.float64, copy=True)
+
+    def _mean_grad(self, x: np.ndarray, data: Dataset) -> np.ndarray:
+        return data.X.mean(axis=0)
+
+    # ---- data
+    def _sample(self, n: int, rng: np.random.Generator) -> Dataset:
+        X, _ = self.sampler(n, rng)
+        return Dataset(X, None)
+
+    def _block_sampler(self) -> BlockSampler | None:
+        return self.sampler
+
+    def _row_violation(self, data: Dataset) -> np.ndarray:
+        return np.any(np.abs(data.X) > 1.0 + _RTOL, axis=1)
+
+    def _clip_rows(self, data: Dataset, bad: np.ndarray) -> Dataset:
+        """Clip every coordinate to [-1, 1]."""
+        return Dataset(np.clip(data.X, -1.0, 1.0), None)
+
+    # ---- population
+    def _population_risk(self, x: np.ndarray) -> float:
+        return float(self.mu @ x)
+
+    def _population_grad(self, x: np.ndarray) -> np.ndarray:
+        return self.mu.copy()
+
+    def _cvxpy_population(self, var: Any) -> Any:
+        return self.mu @ var
+
+
+def hard_linear(d: int, gamma: float, *, radius: float = 1.0) -> HardLinear:
+    """The instance of the hard linear family with hardness ``gamma`` (:class:`HardLinear`; Spec F1, F2, S2)."""
+    return HardLinear(d, gamma, radius=radius)

@@ -1,0 +1,101 @@
+"""Tests of the hard linear family (Spec F1, F2, S2) and of the notebook-05 experiment helpers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpsco_lib.experiments.frank_wolfe_checks import (
+    bound_exponent,
+    bound_terms,
+    gamma_for,
+    hard_linear_task,
+    n_needed,
+    worst_case_values,
+)
+from dpsco_lib.problems import Dataset, HardLinear, hard_linear
+
+
+def test_exact_optimum_matches_cvxpy_and_excess_is_gamma_times_gap():
+    prob = hard_linear(6, 0.3)
+    x_cf, f_cf = prob.population_optimum()
+    x_cv, f_cv = prob.cvxpy_optimum()
+    assert abs(f_cf - f_cv) <= 1e-7 and np.abs(x_cf - x_cv).max() <= 1e-6
+    x = np.array([0.25, -0.5, 0.0, 0.0, 0.1, 0.0])
+    assert prob.excess_risk(x) == pytest.approx(prob.gamma * (1.0 - 0.25), abs=1e-15)
+    assert prob.trivial_error == pytest.approx(prob.gamma) and abs(prob.gamma - 0.3) < 1e-9
+
+
+def test_sample_has_the_declared_mean_and_bounds():
+    prob = hard_linear(5, 0.4)
+    data = prob.sample(200_000, np.random.default_rng(0))
+    assert set(np.unique(data.X)) == {-1.0, 1.0} and data.y is None
+    mean = data.X.mean(axis=0)
+    assert abs(mean[0] + prob.gamma) < 5 * 1 / math.sqrt(200_000)  # 5 standard deviations
+    assert np.all(np.abs(mean[1:]) < 5 / math.sqrt(200_000))
+    prob.validate_data(data)
+
+
+def test_constants_are_true_bounds_and_gradient_is_the_record():
+    prob = hard_linear(4, 0.5)
+    data = prob.sample(50, np.random.default_rng(1))
+    g = prob.grad(np.zeros(4), data)
+    assert np.array_equal(g, data.X) and np.abs(g).max() <= prob.L0
+    assert prob.L1 == 0.0 and prob.constants()["D"] == pytest.approx(2.0)
+    assert np.allclose(prob.loss(np.eye(4)[1], data), data.X[:, 1])
+
+
+def test_stream_is_bit_identical_to_sample():
+    prob = hard_linear(7, 0.2)
+    whole = prob.sample(1000, np.random.default_rng(3))
+    blocks = list(prob.stream(1000, np.random.default_rng(3), block_size=77))
+    assert np.array_equal(np.concatenate([b.X for b in blocks]), whole.X)
+
+
+@pytest.mark.parametrize("kw", [{"d": 1, "gamma": 0.5}, {"d": 4, "gamma": 0.0}, {"d": 4, "gamma": 1.5}])
+def test_bad_parameters_raise(kw):
+    with pytest.raises(ValueError):
+        HardLinear(**kw)
+
+
+def test_records_outside_the_cube_are_refused():
+    prob = hard_linear(3, 0.5)
+    X = np.array(prob.sample(4, np.random.default_rng(0)).X)
+    X[2, 1] = 1.5
+    data = Dataset(X, None)
+    with pytest.raises(ValueError, match="declared bounds"):
+        prob.validate_data(data)
+
+
+def test_bound_terms_and_exponents():
+    stat, priv = bound_terms("poly_sfw", 1e5, 10, 1.0)
+    assert stat == 0.0 and priv == pytest.approx(2 * math.log(20) * math.log(1e5 / math.log(20))
+                                                 * math.sqrt(1.1 * math.log(1e5)) / math.sqrt(1e5))
+    s, p = bound_terms("noisy_sgd", 1e4, 100, 2.0)
+    assert s == pytest.approx(20 / 100) and p == pytest.approx(20 * math.sqrt(100 * 1.1 * math.log(1e4)) / 2e4)
+    assert -0.5 < bound_exponent("poly_sfw", [1e4, 1e5, 1e6], vary="n", d=10, eps=1.0) < -0.3
+    assert 0.0 < bound_exponent("noisy_sgd", [10, 100], vary="d", n=1e4, eps=1.0) < 1.0
+    assert gamma_for("tree_fw", 100, 10, 1.0, 8.0) == 1.0
+    with pytest.raises(ValueError):
+        bound_terms("sgd", 100, 2, 1.0)
+    with pytest.raises(ValueError):
+        bound_exponent("poly_sfw", [10], vary="n", d=2, eps=1.0)
+
+
+def test_n_needed_inverts_the_bound():
+    n = n_needed(0.5, 10, 2.0, L0=1.0, L1=0.0, D=2.0)
+    assert bound_terms("poly_sfw", n, 10, 2.0)[1] == pytest.approx(0.5, rel=1e-6)
+    assert n_needed(1e-9, 10, 1.0, L0=1.0, L1=0.0, D=2.0, n_max=1e6) == math.inf
+
+
+def test_task_and_worst_case_values():
+    recs = []
+    for alg in ("poly_sfw", "tree_fw", "noisy_sgd"):
+        out = hard_linear_task(rng=np.random.default_rng(0), alg=alg, n=400, d=3, eps=2.0, gamma=0.5)
+        assert 0 < out["excess"] <= 2 * out["trivial"] + 1e-12 and out["eps_certified"] <= 2.0 * (1 + 1e-9)
+        recs.append({"n": 400, "mult": alg, **out})
+    xs, vals, worst = worst_case_values(recs, "n")
+    assert xs.tolist() == [400.0] and vals[0][0] == max(r["excess"] for r in recs)
+    assert worst[0] == max(recs, key=lambda r: r["excess"])["mult"]
