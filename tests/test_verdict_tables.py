@@ -116,3 +116,20 @@ def test_full_profile_defaults_to_paper_values() -> None:
     assert full.pick(smoke=1, paper=2) == 2 and full.pick(smoke=1, paper=2, full=3) == 3
     assert paper.pick(smoke=1, paper=2, full=3) == 2 and smoke.pick(smoke=1, paper=2, full=3) == 1
     assert full.is_paper and full.n_seeds > paper.n_seeds
+
+
+@pytest.mark.parametrize(
+    ("slope", "lo", "hi", "expected", "ok"),
+    [
+        (-0.535, -0.583, -0.514, (-2 / 3, -0.5), True),  # between the two terms' exponents
+        (-0.391, -0.403, -0.378, (-0.5, -0.368), True),  # near the log-corrected end
+        (-0.45, -0.47, -0.43, (-0.5, -0.48), False),  # interval misses the range although within tol
+        (-0.80, -0.90, -0.60, (-2 / 3, -0.5), False),  # point estimate beyond tol of the range
+    ],
+)
+def test_check_exponent_with_a_predicted_range(slope: float, lo: float, hi: float,
+                                               expected: tuple[float, float], ok: bool) -> None:
+    v = Verdict("t")
+    assert v.check_exponent("rate", _fit(slope, lo, hi), expected, 0.1) is ok
+    with pytest.raises(ValueError, match="range"):
+        v.check_exponent("rate", _fit(slope, lo, hi), (-0.4, -0.5), 0.1)

@@ -260,19 +260,30 @@ class Verdict:
         """Two-sided exponent check; the same as :meth:`check_exponent` (kept for earlier notebooks)."""
         return self.check_exponent(name, fit, expected, tol)
 
-    def check_exponent(self, name: str, fit: SlopeFit, expected: float, tol: float) -> bool:
+    def check_exponent(self, name: str, fit: SlopeFit, expected: float | tuple[float, float], tol: float) -> bool:
         r"""Two-sided exponent check that reads the bootstrap interval.
 
-        Passes iff the point estimate is within ``tol`` of ``expected`` **and** the interval
-        ``[fit.ci_low, fit.ci_high]`` contains ``expected``: a faster or a slower decay fails, and so does a
-        point estimate that lands near the prediction by chance while the data exclude it.
+        ``expected`` is the predicted exponent, or a range ``(lo, hi)`` when the theorem's bound is a sum of
+        terms with different exponents (e.g. :math:`n^{-1/2} + (\log d/(\varepsilon n))^{2/3}`: over a finite
+        grid its local slope lies between the two) or carries logarithmic factors (the range between the pure
+        power and the local slope of the bound with its logarithms over the grid). Passes iff the point
+        estimate is within ``tol`` of the prediction **and** the interval ``[fit.ci_low, fit.ci_high]`` meets
+        it (contains the exponent, or intersects the range): a faster or a slower decay fails, and so does a
+        point estimate that lands near the prediction while the data exclude it.
         """
         tol = float(tol)
         if not (math.isfinite(tol) and tol > 0):
             raise ValueError(f"tol must be a positive finite number, got {tol!r}")
-        ok = (math.isfinite(fit.slope) and abs(fit.slope - expected) <= tol
-              and fit.ci_low <= expected <= fit.ci_high)
-        return self.check(name, ok, str(fit), predicted=f"{expected:+.3f} +- {tol:g}, in the interval")
+        if isinstance(expected, tuple | list):
+            if len(expected) != 2 or not float(expected[0]) <= float(expected[1]):
+                raise ValueError(f"expected must be a number or a range (lo, hi) with lo <= hi, got {expected!r}")
+            lo, hi = float(expected[0]), float(expected[1])
+        else:
+            lo = hi = float(expected)
+        dist = max(lo - fit.slope, fit.slope - hi, 0.0)
+        ok = math.isfinite(fit.slope) and dist <= tol and fit.ci_low <= hi and lo <= fit.ci_high
+        pred = f"{lo:+.3f}" if lo == hi else f"in [{lo:+.3f}, {hi:+.3f}]"
+        return self.check(name, ok, str(fit), predicted=f"{pred} +- {tol:g}, interval meets it")
 
     def check_at_most(self, name: str, measured: float, limit: float, *, what: str = "",
                       fmt: str = ".3g") -> bool:
