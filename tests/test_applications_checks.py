@@ -90,3 +90,8 @@ def test_verdict_rows_and_certificate_ratio() -> None:
     v2 = Verdict("t")
     ac.x2_verdict_checks(v2, [dict(rec2[0], excess_robust=0.07)], {"trivial_excess": 0.1, "pooled_excess": 0.05})
     assert [c.passed for c in v2.rows] == [False, False, True]
+
+
+def test_x2_design_task_matches_design() -> None:
+    r = ac.x2_design_task(rng=np.random.default_rng(0), n=20_000, epsilon=1.0)
+    assert (r["K"], r["T"], r["bound"]) == ac.x2_design(20_000, 1.0)

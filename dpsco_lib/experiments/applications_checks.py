@@ -57,6 +57,7 @@ __all__ = [
     "x1_task",
     "x2_calibration",
     "x2_design",
+    "x2_design_task",
     "x2_problem",
     "x2_reference",
     "x2_sensitivity_audit",
@@ -226,6 +227,12 @@ def x2_design(n: int, epsilon: float) -> tuple[int, int, float]:
     p = alg1_theory_params(n, d=(L.dx, L.dy), epsilon=epsilon, delta=delta_for_n(n), L0=L.L0, L1=L.L1, L2=L.L2,
                            regime="second_order")
     return p.K, p.T, p.bound
+
+
+def x2_design_task(*, rng: np.random.Generator, n: int, epsilon: float) -> dict[str, Any]:
+    """:func:`x2_design` as a sweep task (``rng`` unused), so the grid points' designs run in parallel and cached."""
+    K, T, bound = x2_design(n, epsilon)
+    return {"K": K, "T": T, "bound": bound}
 
 
 def x2_task(*, rng: np.random.Generator, n: int, epsilon: float, K: int, T: int, blind: bool = False) -> dict:
