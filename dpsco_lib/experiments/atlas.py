@@ -231,7 +231,8 @@ def _sgd_params(n: int, d: int, epsilon: float) -> dict[str, Any]:
 
 def dp_sgd_hyper(n: int, d: int, epsilon: float) -> dict[str, Any]:
     """DP-SGD (D4) with the BFTT19 steps, batch size and step size of S2, Poisson rate ``q = b/n``; the runner
-    calibrates the smallest noise multiplier whose RDP (moments accountant) certificate meets the target."""
+    calibrates the smallest noise multiplier whose certificate by its default accountant (``"best"``: the PLD,
+    tighter than the RDP moments accountant) meets the target."""
     prm = _sgd_params(n, d, epsilon)
     q = prm["batch_size"] / n
     return {"epsilon": epsilon, "delta": DELTA, "sampling_rate": q, "steps": prm["T"], "clip": prm["L0_2"],
@@ -311,10 +312,10 @@ ATLAS: tuple[AtlasEntry, ...] = (
         key="D4 DP-SGD", spec="D4", algorithm="run_dp_sgd", problem="l1-ball LS, d = 10, eps = 1",
         measure="excess risk", epsilon=1.0, d=10, n_smoke=(1000, 4000, 16_000),
         n_paper=(1000, 2000, 4000, 8000, 16_000), exponent=-0.5, exponent_range=(-1.0, -0.5),
-        rate="as S2 (Poisson subsampling, RDP accountant)", label="thm-D4",
-        regime="as S2 (same T, batch and step size); the RDP accountant with amplification gives less noise",
+        rate="as S2 (Poisson subsampling, PLD accountant)", label="thm-D4",
+        regime="as S2 (same T, batch and step size); accounting with amplification (PLD) gives less noise",
         faster_note=_STRONGLY_CONVEX_NOTE,
-        runner=_runner("D4 DP-SGD", "l1-ball LS", 1.0, certify="rdp", hyper_fn=dp_sgd_hyper),
+        runner=_runner("D4 DP-SGD", "l1-ball LS", 1.0, hyper_fn=dp_sgd_hyper),
         d_smoke=(10, 40), d_paper=_D_SGD, n_for_d=16_000, d_range=(0.5, 1.0),
         d_shape_text="sqrt(d) (statistical, L = sqrt(d) L0) to d (private term)", d_problem="l1-ball LS, n = 16000",
     ),
@@ -365,11 +366,11 @@ ATLAS: tuple[AtlasEntry, ...] = (
         exponent=-0.5, exponent_range=(-0.5, -0.5),
         rate="L0 (sqrt(log d/n) + rho^(1/2)), rho = log^(3/2) d sqrt(log 1/delta)/(n eps)", label="thm-A1",
         regime="private term rho^(1/2) (K = 1; the gap is >= 2x the statistical term, notebook 09)",
-        runner=_runner("A1 private SMD saddle", "matrix game", 1.0, certify="advanced",
+        runner=_runner("A1 private SMD saddle", "matrix game", 1.0,
                        hyper=(("regime", "quadratic"),)),
         d_smoke=(10, 100, 1000), d_paper=(10, 100, 1000, 10_000), n_for_d=4000,
         d_shape=lambda d: math.log(10 * d) ** 0.75, d_shape_text="log^(3/4)(d d_y)",
-        d_runner=_runner("A1 private SMD saddle", "matrix game d x 10", 8.0, certify="advanced",
+        d_runner=_runner("A1 private SMD saddle", "matrix game d x 10", 8.0,
                          hyper=(("regime", "quadratic"),)), d_epsilon=8.0,
         d_problem="matrix game d x 10, n = 4000, eps = 8",
     ),
@@ -380,7 +381,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
         exponent=-1.0 / 3.0, exponent_range=(-0.5, -1.0 / 3.0),
         rate="(L0 + L1)(sqrt(log d/n) + rho^(1/3))", label="thm-A1",
         regime="private term rho^(1/3) (vertex-sampling bias 16 L1/sqrt K balanced; notebook 09)",
-        runner=_runner("A1 private SMD saddle", "quadratic game", 16.0, certify="advanced",
+        runner=_runner("A1 private SMD saddle", "quadratic game", 16.0,
                        hyper=(("regime", "first_order"),)),
     ),
     AtlasEntry(
@@ -418,7 +419,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
         exponent=-0.5, exponent_range=(-0.5, -0.5),
         rate="sqrt(log d/n) + log d/sqrt(n eps) (second-order smooth; L2 = 0 for least squares)",
         regime="second-order parameters; both terms decay like n^(-1/2) (the instance of notebook 12)",
-        runner=_runner("A5 anytime SMD", "simplex LS", 1.0, certify="advanced",
+        runner=_runner("A5 anytime SMD", "simplex LS", 1.0,
                        hyper=(("regime", "second_order"),)),
     ),
 )
