@@ -1,0 +1,123 @@
+"""Planted-vertex families (dpsco_lib.problems.hard_saddle) and the A1/A5 experiment helpers
+(dpsco_lib.experiments.smd_checks): exact gaps against independent formulas and cvxpy, declared constants,
+bad input, and the shapes of the fitting helpers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpsco_lib.experiments import smd_checks as sc
+from dpsco_lib.experiments.analysis import SlopeFit
+from dpsco_lib.problems import PlantedLinearSCO, PlantedMatrixGame, planted_game_family, planted_sco_family
+
+
+def _simplex_point(rng, d):
+    v = rng.random(d)
+    return v / v.sum()
+
+
+@pytest.mark.parametrize("margin", [0.1, 0.5, 1.0])
+def test_planted_game_gap_is_exact(margin):
+    g = PlantedMatrixGame(6, margin)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x, y = _simplex_point(rng, 6), _simplex_point(rng, 6)
+        closed = margin * ((1 - x[0]) + (1 - y[0]))
+        assert g.duality_gap(x, y) == pytest.approx(closed, abs=1e-12)
+        assert BilinearFormula(g).gap(x, y) == pytest.approx(closed, abs=1e-12)
+        assert g.duality_gap(x, y, method="cvxpy") == pytest.approx(closed, abs=1e-6)
+    assert g.duality_gap(np.eye(6)[0], np.eye(6)[0]) == 0.0
+    assert g.trivial_gap() == pytest.approx(g.duality_gap(np.full(6, 1 / 6), np.full(6, 1 / 6)))
+    assert g.L0 == pytest.approx(1.5) and g.L1 == pytest.approx(1.5) and g.L2 == 0.0
+
+
+class BilinearFormula:
+    """The matrix-game gap max_j (A^T x)_j - min_i (A y)_i, independent of the class's closed form."""
+
+    def __init__(self, g):
+        self.A = g.A
+
+    def gap(self, x, y):
+        return float(np.max(x @ self.A) - np.min(self.A @ y))
+
+
+def test_planted_game_constants_same_across_family_and_data_bounds():
+    fam = planted_game_family(5, [0.25, 0.5, 1.0], L2=1.5)
+    assert {g.L0 for g in fam.values()} == {1.5} and {g.L2 for g in fam.values()} == {1.5}
+    g = fam[0.5]
+    data = g.sample(50, np.random.default_rng(1))
+    assert np.all(np.abs(data.X) == 1.0)
+    grads = g.grad_x(np.full(5, 0.2), np.full(5, 0.2), data)
+    assert np.max(np.abs(grads)) <= g.L0 + 1e-12
+
+
+@pytest.mark.parametrize("margin", [0.2, 1.0])
+def test_planted_sco_excess_is_exact(margin):
+    p = PlantedLinearSCO(7, margin, L1=0.15, L2=0.15)
+    rng = np.random.default_rng(2)
+    x = _simplex_point(rng, 7)
+    assert p.excess_risk(x) == pytest.approx(margin * (1 - x[0]), abs=1e-12)
+    xs, fs = p.cvxpy_optimum()
+    assert fs == pytest.approx(1.0 - margin, abs=1e-6) and xs[0] == pytest.approx(1.0, abs=1e-5)
+    assert p.trivial_excess() == pytest.approx(p.excess_risk(np.full(7, 1 / 7)))
+    data = p.sample(40, rng)
+    assert np.allclose(p.mean_grad(x, data), p.grad(x, data).mean(axis=0))
+    assert np.max(np.abs(p.grad(x, data))) <= p.L0
+    assert set(planted_sco_family(3, [0.5, 1.0])) == {0.5, 1.0}
+
+
+@pytest.mark.parametrize(
+    ("cls", "kw", "match"),
+    [
+        (PlantedMatrixGame, {"d": 1, "margin": 0.5}, "d must be"),
+        (PlantedMatrixGame, {"d": 4, "margin": 0.0}, "margin must be"),
+        (PlantedMatrixGame, {"d": 4, "margin": 2.0}, "margin must lie"),
+        (PlantedMatrixGame, {"d": 4, "margin": 0.5, "L2": -1.0}, "L2 must be"),
+        (PlantedLinearSCO, {"d": 4, "margin": 1.5}, "margin must lie"),
+        (PlantedLinearSCO, {"d": 4, "margin": 0.5, "noise": -1.0}, "noise must be"),
+    ],
+)
+def test_bad_inputs(cls, kw, match):
+    with pytest.raises(ValueError, match=match):
+        cls(**kw)
+
+
+def test_effective_n_and_declared_regimes():
+    n = 10_000
+    assert sc.effective_n(n, 1.0) == pytest.approx(n / math.sqrt(1.1 * math.log(n)))
+    assert sc.a1_declared("second_order", 4, 1.0).L2 == 1.5 and sc.a1_declared("quadratic", 4, 1.0).L2 == 0.0
+    assert sc.a5_declared("first_order", 4, 1.0).L1 == pytest.approx(0.15)
+    with pytest.raises(ValueError, match="regime must be"):
+        sc.a1_declared("third", 4, 1.0)
+    with pytest.raises(ValueError, match="regime must be"):
+        sc.a5_declared("quadratic", 4, 1.0)
+
+
+def test_a1_task_long_format_fits_and_learning():
+    kw = {"d": 4, "margins": [0.5, 1.0], "epsilon": 1.0, "runs": 2, "reps": 3}
+    recs = [{"regime": "quadratic", "n": n, "reps": 3,
+             **sc.a1_gap_task(rng=np.random.default_rng(n), regime="quadratic", n=n, **kw)} for n in (400, 1600)]
+    assert all(r["certified"] <= 1.0 + 1e-12 for r in recs)
+    long = sc.long_format(recs, kw["margins"])
+    assert long["quadratic"]["y"].shape == (2 * 2 * 3,)
+    fits = sc.exponent_fits(long, rng=np.random.default_rng(0), n_boot=200)
+    assert fits["quadratic"].slope < 0
+    rows = sc.learning_rows(long)
+    assert rows[0]["n"] == 1600 and rows[0]["ratio"] == pytest.approx(rows[0]["median error"] / rows[0]["trivial"])
+
+
+def test_a5_task_runs_and_certifies():
+    out = sc.a5_excess_task(rng=np.random.default_rng(0), regime="second_order", n=800, d=4, margins=[1.0],
+                            epsilon=1.0, runs=2, reps=2)
+    assert out["certified"] <= 1.0 + 1e-12 and 0 <= out["gap_0_0"] <= out["trivial_0"] * 4 / 3 + 1e-12
+
+
+def test_pairwise_separated():
+    mk = lambda s, lo, hi: SlopeFit(s, 0.0, lo, hi, 0.95, 3, 100, "median")  # noqa: E731
+    rows = sc.pairwise_separated({"a": mk(-0.5, -0.52, -0.48), "b": mk(-0.4, -0.41, -0.39), "c": mk(-0.38, -0.395,
+                                                                                                      -0.37)})
+    got = {(a, b): ok for a, b, ok, _ in rows}
+    assert got == {("a", "b"): True, ("a", "c"): True, ("b", "c"): False}
