@@ -121,3 +121,23 @@ def test_pairwise_separated():
                                                                                                       -0.37)})
     got = {(a, b): ok for a, b, ok, _ in rows}
     assert got == {("a", "b"): True, ("a", "c"): True, ("b", "c"): False}
+
+
+def test_draw_counts_match_ledgers():
+    """A broken variant whose ledger (or calibration) counts a different number of vertex draws than the run makes
+    (e.g. K T instead of 2 K T) is caught: the draws actually made, read from the trace, equal the ledger's count
+    for Algorithm 1 (2 K T) and Algorithm 5 (K (#redraws - 1) + K', the first redraw being data independent)."""
+    from dpsco_lib.algorithms.anytime_smd import run_anytime_smd_sco
+    from dpsco_lib.algorithms.private_smd_saddle import run_private_smd_saddle
+
+    g = sc.a1_declared("first_order", 4, 1.0)
+    res = run_private_smd_saddle(g, g.sample(3000, np.random.default_rng(0)), epsilon=1.0, delta=1e-4,
+                                 rng=np.random.default_rng(1), regime="first_order", accountant="advanced", trace=True)
+    made = res.trace["draws_x"].size + res.trace["draws_y"].size
+    assert made == res.ledger.total_count == 2 * res.params["K"] * res.params["T"]
+    p = sc.a5_declared("first_order", 4, 1.0)
+    r5 = run_anytime_smd_sco(p, p.sample(3000, np.random.default_rng(2)), epsilon=1.0, delta=1e-4,
+                             rng=np.random.default_rng(3), regime="first_order", accountant="advanced", trace=True)
+    redraws = r5.trace["redraw_steps"].size
+    made5 = r5.params["K"] * (redraws - 1) + int(r5.trace["output_counts"].sum())
+    assert made5 == r5.ledger.total_count
