@@ -44,7 +44,7 @@ def test_noiseless_selection_is_the_worst_query() -> None:
 def test_ledger_basic_is_exactly_epsilon(T: int) -> None:
     h, Q = _tiny()
     eps = 1.3
-    res = run_mwem(h, Q, epsilon=eps, T=T, rng=np.random.default_rng(0), delta=1e-6)
+    res = run_mwem(h, Q, epsilon=eps, T=T, rng=np.random.default_rng(0), delta=1e-6, accountant="basic")
     eps0 = res.params["eps_per_mechanism"]
     assert eps0 == pytest.approx(eps / (2 * T), rel=1e-14)  # eps/(2T), rounded down if the float sum needs it
     assert res.ledger.total_count == 2 * T
@@ -52,6 +52,15 @@ def test_ledger_basic_is_exactly_epsilon(T: int) -> None:
     assert basic == T * eps0 + T * eps0  # T selections + T measurements at eps/(2T)
     assert basic == pytest.approx(eps, rel=1e-14) and basic <= eps
     assert "certified_epsilon" not in res.info and res.info["accountant"] == "basic"
+    # the default ("best") at the default delta = 0 is the same pure-DP run, bit for bit
+    pure = run_mwem(h, Q, epsilon=eps, T=T, rng=np.random.default_rng(0))
+    assert pure.info["accountant"] == "best" and pure.params["eps_per_mechanism"] == eps0
+    assert np.array_equal(pure.x, res.x) and pure.certified_epsilon(0.0) == basic
+    # at delta > 0 the default is the tightest valid accountant: at least basic composition's budget
+    approx = run_mwem(h, Q, epsilon=eps, T=T, rng=np.random.default_rng(0), delta=1e-6)
+    assert approx.params["eps_per_mechanism"] >= eps0 and approx.certified_epsilon(1e-6) <= eps * (1 + 1e-12)
+    if T > 1:
+        assert approx.params["eps_per_mechanism"] > eps0
     assert res.certified_epsilon(1e-6, accountant="basic") == basic
     expected = advanced_composition_epsilon(eps0, k=2 * T, delta_prime=1e-6)
     assert res.certified_epsilon(1e-6, accountant="advanced") == pytest.approx(expected, rel=1e-12)

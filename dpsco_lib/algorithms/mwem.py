@@ -22,12 +22,15 @@ eps_sel = eps_meas = eps0, the largest per-mechanism budget whose 2T events (T e
 Laplace mechanisms, the events the ledger records) certify the target under the accountant ``accountant=``,
 solved by :func:`~dpsco_lib.privacy.accounting.budget.calibrate` (the inverse of the ledger's certificate):
 
-- ``accountant="basic"`` (default, HLM12): eps0 = epsilon/(2T); the 2T mechanisms compose to pure epsilon-DP.
-  The ledger's basic certificate is T (eps_sel + eps_meas) = epsilon.
+- ``accountant="best"`` (default): the tightest valid accountant.  At ``delta = 0`` (the default delta) every
+  accountant is basic composition, so this is HLM12's eps0 = epsilon/(2T) bit for bit (pure epsilon-DP; the
+  ledger's basic certificate is T (eps_sel + eps_meas) = epsilon); at ``delta > 0`` it is the largest eps0 that
+  any valid accountant certifies (KOV15 or RDP, which charges the exponential mechanism as bounded-range).
+- ``accountant="basic"`` (the default of earlier versions, HLM12): eps0 = epsilon/(2T) at every delta, pure
+  epsilon-DP.
 - ``accountant="advanced"``: (epsilon, delta)-DP by advanced composition (DRV10).  This is the comparison at
   equal (epsilon, delta) with Algorithm 1.  Any other accountant of
-  :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS` may be used; ``"best"`` is the tightest valid one
-  (RDP charges the exponential mechanism as bounded-range).
+  :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS` may be used.
 
 Accuracy (HLM12 Thm 2.2, normalized by n): with probability >= 1 - 2T/|Q|^c,
 max_j |q_j(avg A)/n - q_j(h)/n| <= 2 sqrt(log N/T) + 10 T log|Q|/(eps n); with eps = infinity (exact selection
@@ -59,7 +62,7 @@ from dpsco_lib.privacy.mechanisms import exponential_mechanism, laplace_mechanis
 
 __all__ = ["ACCOUNTANT", "mwem_events", "mwem_per_round_epsilon", "mwem_theory_T", "run_mwem"]
 
-ACCOUNTANT = "basic"  # the default: pure epsilon-DP by basic composition (HLM12), as in earlier versions
+ACCOUNTANT = "best"  # the default: the tightest valid accountant; at delta = 0 it is basic composition (HLM12)
 OUTPUTS = ("average", "last")
 _NEEDS_DELTA = ("advanced", "paper", "pld")
 
@@ -87,10 +90,10 @@ def mwem_per_round_epsilon(epsilon: float, *, T: int, delta: float = 0.0, accoun
     """Budget eps0 of each of the 2T mechanisms (selection, measurement) of MWEM (Spec X1, HLM12).
 
     The largest eps0 whose run (:func:`mwem_events`) certifies (epsilon, delta) under ``accountant`` (one of
-    :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`; cached): ``"basic"`` gives epsilon/(2T) (pure DP,
-    HLM12), ``"advanced"`` the largest eps0 with sqrt(4T ln(1/delta)) eps0 + 2T eps0 (e^eps0 - 1) <= epsilon
-    (DRV10 for k = 2T mechanisms), ``"best"`` the tightest valid accountant.  ``"advanced"``, ``"paper"`` and
-    ``"pld"`` need delta in (0, 1).
+    :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`; cached): ``"best"`` (default) the tightest valid
+    accountant (epsilon/(2T) at delta = 0), ``"basic"`` epsilon/(2T) (pure DP, HLM12), ``"advanced"`` the largest
+    eps0 with sqrt(4T ln(1/delta)) eps0 + 2T eps0 (e^eps0 - 1) <= epsilon (DRV10 for k = 2T mechanisms).
+    ``"advanced"``, ``"paper"`` and ``"pld"`` need delta in (0, 1).
     """
     eps = check_epsilon(epsilon)
     T = check_int(T, "T", lo=1)
@@ -145,7 +148,7 @@ def run_mwem(
     passes: int = 0,
     output: str = "average",
 ) -> Result:
-    r"""MWEM of [HLM12] (Spec X1): epsilon-DP (basic) or (epsilon, delta)-DP synthetic distribution.
+    r"""MWEM of [HLM12] (Spec X1): epsilon-DP (delta = 0) or (epsilon, delta)-DP synthetic distribution.
 
     See the module docstring for the algorithm and its privacy proof.
 
@@ -161,10 +164,11 @@ def run_mwem(
         Rounds (>= 1); :func:`mwem_theory_T` gives the HLM12 balance.
     rng : numpy.random.Generator
     delta : float
-        The target delta (0 for the pure-DP default; in (0, 1) for ``"advanced"``, ``"paper"``, ``"pld"``).
+        The target delta (0, the default, for pure DP; in (0, 1) for ``"advanced"``, ``"paper"``, ``"pld"``).
     accountant : str
-        How the per-mechanism budget is calibrated to the target (:func:`mwem_per_round_epsilon`): ``"basic"``
-        (default, HLM12, pure DP), ``"advanced"`` (DRV10), ... ``"best"`` (the tightest valid accountant).
+        How the per-mechanism budget is calibrated to the target (:func:`mwem_per_round_epsilon`): ``"best"``
+        (default, the tightest valid accountant; HLM12's epsilon/(2T) at delta = 0), ``"basic"`` (HLM12, pure
+        DP at every delta, the default of earlier versions), ``"advanced"`` (DRV10), ...
     passes : int
         Extra multiplicative-weights sweeps over all past measurements after each round (HLM12 Sec. 3; 0 =
         the textbook algorithm).
