@@ -32,8 +32,9 @@ Cat(x_t) is an exponential mechanism with score log x_t and is eps_draw = 2 Delt
 draws at t = 1 come from the uniform w_1 and cost nothing; the other K (n_resample - 1) lazy draws and the
 K' output draws, N in total, compose adaptively.  The per-draw budget eps0 comes from the one calibration
 path, :func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon` (N exponential-mechanism events, the events
-the run records), with the accountant ``accountant=`` (default ``"advanced"``, DRV10 as in earlier versions;
-``"paper"``: the rule of seed 001 Cor 3.6; ``"best"``: the tightest valid accountant); the step size is capped
+the run records), with the accountant ``accountant=`` (default ``"best"``: the tightest valid accountant, for
+these draws the RDP of the exponential mechanism as a bounded-range mechanism; ``"advanced"``: DRV10, the
+default of earlier versions; ``"paper"``: the rule of seed 001 Cor 3.6); the step size is capped
 by eta <= eta_cap = eps0 B/(4 T L0) and the ledger, the only certificate, records the N draws actually made
 at eps_draw.  The bound is conservative: alpha_r <= alpha_T for the batch r of the changed
 record, and the mixture with earlier (unaffected) w_s only dilutes the change.
@@ -355,9 +356,9 @@ def alg5_theory_params(
         Constants in the weights (L2 only enters the "second_order" regime).
     regime : {"first_order", "second_order"}
     accountant : str
-        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`.  Default ``"advanced"`` (DRV10, the
-        calibration of earlier versions); ``"paper"`` is the rule of seed 001 Cor 3.6; ``"best"`` is the
-        tightest valid accountant (the largest eps0, hence the largest cap).
+        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`.  Default ``"best"``, the tightest
+        valid accountant (the largest eps0, hence the largest cap); ``"advanced"`` is DRV10 (the default of
+        earlier versions); ``"paper"`` is the rule of seed 001 Cor 3.6.
     set_kind : str
         Label stored in the result ("simplex" or "l1_ball").
     T, K, K_out, tau, t0, step_size : optional
@@ -631,8 +632,8 @@ def run_anytime_smd_sco(
         0 < step_size <= cap).
     accountant : str
         One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`: the accountant that calibrates the
-        per-draw budget.  Default ``"advanced"`` (DRV10, as in earlier versions); ``"paper"`` is seed 001
-        Cor 3.6; ``"best"`` is the tightest valid accountant.
+        per-draw budget.  Default ``"best"``, the tightest valid accountant; ``"advanced"`` is DRV10 (the default
+        of earlier versions); ``"paper"`` is seed 001 Cor 3.6.
     enforce_privacy_cap : bool
         If False a step size above the cap is accepted; the ledger records the larger per-draw epsilon.
     trace : bool

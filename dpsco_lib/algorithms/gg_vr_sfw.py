@@ -54,14 +54,14 @@ over the disjoint batches (ledger: one GG event per depth, in parallel).
 *Rate* [BGN21]: the leaf noise is a sum of ``<= k + 1`` GG vectors of size ``~ (L0 + L1 D) sqrt(kappa d)/(b eps)``
 after FW weighting, so ``O(sqrt(kappa/n) + kappa sqrt d/(eps n))`` up to ``log n`` factors, in one pass.
 
-*Calibration* (``accountant=``). ``"paper"`` (the default, the calibration of the notebooks): the closed form
-of the standard RDP conversion (Mironov 2017 at the optimal order), ``mult = sqrt(K) sigma_1`` with
-``sigma_1 = sqrt(2 kappa (ln(1/delta) + eps))/eps``
+*Calibration* (``accountant=``). ``"best"`` (the default; the tightest valid accountant, for GG events RDP) or
+``"rdp"``: :func:`~dpsco_lib.privacy.accounting.budget.calibrate` over the recorded events, about 15% less noise
+than ``"paper"`` (the ledger's RDP conversion is tighter than the closed form). ``"paper"`` (the default of
+earlier versions): the closed form of the standard RDP conversion (Mironov 2017 at the optimal order),
+``mult = sqrt(K) sigma_1`` with ``sigma_1 = sqrt(2 kappa (ln(1/delta) + eps))/eps``
 (:func:`~dpsco_lib.privacy.mechanisms.gg_sigma_exact`; ``K = 1`` for the tree), verified by the ledger's RDP
-accountant (``ValueError`` if it did not certify). ``"rdp"`` or ``"best"`` (the tightest valid accountant; for
-GG events it is RDP): :func:`~dpsco_lib.privacy.accounting.budget.calibrate` over the recorded events, about 15%
-less noise than ``"paper"`` (the ledger's RDP conversion is tighter than the closed form). The other
-accountants do not apply to GG noise (``ValueError``).
+accountant (``ValueError`` if it did not certify). The other accountants do not apply to GG noise
+(``ValueError``).
 
 ``info["private_error"]`` is the measured privacy term of the Frank-Wolfe analysis,
 ``D sum_t w_t ||Z_t||_q`` (``w_t`` = weight of ``v_t`` in the output, ``Z_t`` = total noise in leaf/step ``t``'s
@@ -150,9 +150,10 @@ def gg_noise_multiplier(epsilon: float, delta: float, *, kappa: float, count: in
     parts : int
         ``0`` for the sequence of ``count`` releases; ``k + 1 >= 1`` for the tree (one release per depth, in
         parallel; ``count`` must then be 1).
-    accountant : {"paper", "rdp", "best"}
+    accountant : {"best", "rdp", "paper"}
+        ``"best"`` (default)/``"rdp"``: the smallest multiplier whose recorded events certify ``epsilon``;
         ``"paper"``: the closed form ``sqrt(K) gg_sigma_exact(1, eps, delta, kappa)``, certified by the ledger's
-        RDP accountant; ``"rdp"``/``"best"``: the smallest multiplier whose recorded events certify ``epsilon``.
+        RDP accountant.
 
     Returns
     -------
@@ -276,8 +277,9 @@ def gg_vr_sfw_theory_params(
         ``2/(t + 2)``.
     step_constant : float
         naive: ``c`` in the default step.
-    accountant : {"paper", "rdp", "best"}
-        The GG calibration (module docstring); ``"paper"`` (default) is the closed form of the notebooks.
+    accountant : {"best", "rdp", "paper"}
+        The GG calibration (module docstring); ``"best"`` (default) is the tightest valid accountant (RDP for GG
+        noise), ``"paper"`` the closed form (the default of earlier versions).
 
     Returns
     -------
@@ -720,9 +722,10 @@ def run_gg_vr_sfw(
         tree only: the realized ``||x_u - x_parent||_p`` in a right child's sensitivity (valid given the past,
         smaller) or the data-independent bound ``min(D, D sum eta_s)`` of
         :func:`~dpsco_lib.algorithms.vr_frank_wolfe.a_priori_distances` (the papers' calibration).
-    accountant : {"paper", "rdp", "best"}
-        The GG calibration (module docstring): ``"paper"`` (default, the closed form of the notebooks, certified
-        by the ledger's RDP accountant); ``"best"`` is the tightest valid accountant (RDP for GG noise).
+    accountant : {"best", "rdp", "paper"}
+        The GG calibration (module docstring): ``"best"`` (default) is the tightest valid accountant (RDP for GG
+        noise); ``"paper"`` the closed form (the default of earlier versions, certified by the ledger's RDP
+        accountant).
     trace : bool
         Record the per-step noise norms ``||Z_t||_q``, sensitivities, step sizes and the noisy estimates that the
         linear minimization sees (``estimate``, shape ``(steps, d)``).

@@ -20,9 +20,9 @@ the :class:`PrivacyLedger`.
 
 Accountant (``accountant=``). The VR Frank-Wolfe runs ``T`` pure ``eps0``-DP selections; ``eps0`` is the
 largest per-step budget that ``accountant`` certifies for them, and never below basic composition's ``eps/T``
-(valid for any pure steps; it wins for few steps). Default ``"advanced"`` (DRV10): the rule of earlier
-versions, so the notebook's numbers did not move; ``"best"`` is the tightest valid accountant (KOV15 for these
-homogeneous pure steps, a larger ``eps0``); ``"paper"`` the papers' closed form. The proximal method records
+(valid for any pure steps; it wins for few steps). Default ``"best"``: the tightest valid accountant (KOV15
+for these homogeneous pure steps, the optimal composition); ``"advanced"`` (DRV10, a smaller ``eps0``) is the
+default of earlier versions; ``"paper"`` the papers' closed form. The proximal method records
 Gaussian events; default ``"gdp"`` (exact, the analytic Gaussian calibration of earlier versions), which is
 also what ``"best"`` selects.
 
@@ -264,7 +264,7 @@ def vr_fw_nonconvex_theory_params(
     maximal inequalities: Spec N1's ``log^{2/3} d/(n eps)^{1/3}`` for p = 1. ``delta = 0`` replaces
     ``ln(1/delta)`` by 1. The per-selection budget ``eps0`` is the largest that ``accountant`` certifies for the
     ``T`` selections, never below basic composition's ``eps/T`` (module docstring, "Accountant"; default
-    ``"advanced"``, DRV10; ``"best"`` the tightest valid accountant).
+    ``"best"``, the tightest valid accountant; ``"advanced"`` DRV10, the default of earlier versions).
 
     Data layout: ``m = n - floor(n/2)`` records for the initial gradient, ``T - 1`` disjoint batches of
     ``B = floor(floor(n/2)/(T - 1))`` records for the updates (single pass).
@@ -367,9 +367,10 @@ def run_private_vr_fw_nonconvex(
     steps_constant, step_constant : float
         The constants ``c_T``, ``c_eta`` of the theory parameters.
     accountant : str
-        Calibrates ``eps0`` (module docstring, "Accountant"): ``"advanced"`` (default, DRV10, floored at basic
-        composition), ``"best"`` (the tightest valid accountant, KOV15 here), ``"kov"``, ``"rdp"``, ``"basic"``,
-        ``"paper"`` (the papers' closed form; was ``budget="closed_form"``).
+        Calibrates ``eps0`` (module docstring, "Accountant"): ``"best"`` (default, the tightest valid
+        accountant, KOV15 here), ``"advanced"`` (DRV10 floored at basic composition, the default of earlier
+        versions), ``"kov"``, ``"rdp"``, ``"basic"``, ``"paper"`` (the papers' closed form; was
+        ``budget="closed_form"``).
     trace : bool
         Record the selected vertices and the Laplace scales (``fw_iterates`` replays the iterates).
     _noise_multiplier : float

@@ -27,9 +27,10 @@ exponential mechanism is thus *included* in the 4 eta L0/B of Prop 3.3 (the mech
 coordinate's score can rise while the others fall, and the audit in notebook 09 attains ~2 Delta).
 All 2 K T draws compose adaptively; the per-draw budget eps0 comes from the one calibration path,
 :func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon` (2 K T exponential-mechanism events, the events
-the run records), with the accountant ``accountant=`` (default ``"advanced"``: Dwork-Rothblum-Vadhan, the
-calibration of earlier versions; ``"paper"``: the rule eps0 = eps/(2 sqrt(2 k log(1/delta))) of seed 001
-Cor 3.6, certified by DRV; ``"best"``: the tightest valid accountant), and the step size is capped by
+the run records), with the accountant ``accountant=`` (default ``"best"``: the tightest valid accountant, for
+these draws the RDP of the exponential mechanism as a bounded-range mechanism, about 2.4 times DRV's eps0 at
+10^5 draws; ``"advanced"``: Dwork-Rothblum-Vadhan, the default of earlier versions; ``"paper"``: the rule
+eps0 = eps/(2 sqrt(2 k log(1/delta))) of seed 001 Cor 3.6, certified by DRV), and the step size is capped by
 eta <= eta_cap = eps0 B/(4 L0).  The ledger records 2 K T exponential-mechanism draws at
 eps_draw = 4 eta L0/B (conservative: the 2K draws of step 1 do not touch the data) and is the only
 certificate (``result.certified_epsilon(delta)``).
@@ -111,10 +112,10 @@ def alg1_per_draw_budget(epsilon: float, *, delta: float, n_draws: int, accounta
 
     A thin wrapper of :func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon` with
     ``mechanism="exponential"`` (the events Algorithm 1 records).  ``accountant``: one of
-    :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`; ``"advanced"`` (default, DRV10) gives the
-    largest eps0 with sqrt(2k ln(1/delta)) eps0 + k eps0 (e^eps0 - 1) <= epsilon, ``"paper"`` the rule
-    eps0 = epsilon/(2 sqrt(2 k ln(1/delta))) of seed 001 Cor 3.6 (certified by DRV10), ``"best"`` the
-    tightest valid accountant.
+    :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`; ``"best"`` (default) the tightest valid
+    accountant, ``"advanced"`` (DRV10, the default of earlier versions) the largest eps0 with
+    sqrt(2k ln(1/delta)) eps0 + k eps0 (e^eps0 - 1) <= epsilon, ``"paper"`` the rule
+    eps0 = epsilon/(2 sqrt(2 k ln(1/delta))) of seed 001 Cor 3.6 (certified by DRV10).
     """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta, allow_zero=False)
@@ -254,8 +255,9 @@ def alg1_theory_params(
        E Gap <= l/(eta T) + eta L0^2 + [data noise ~ L0 sqrt(l/n)] + 4 b(K), where b(K) bounds the gradient
        bias of evaluating at vertex samples and 4 = (l1 diameter 2) x (two players).
     2. Privacy (Prop 3.3): eta <= eta_cap = eps0 B/(4 L0), B = floor(n/T), with eps0 the per-draw budget for
-       k = 2 K T draws from the accountant; with advanced composition eps0 ~ eps/sqrt(8 K T log(1/delta)), so
-       at the cap l/(eta T) ~ 8 sqrt 2 L0 l sqrt(K T log(1/delta))/(eps n).
+       k = 2 K T draws from the accountant; with advanced composition eps0 ~ eps/sqrt(8 K T log(1/delta)) (the
+       default "best" allows a constant factor more), so at the cap l/(eta T) ~ 8 sqrt 2 L0 l
+       sqrt(K T log(1/delta))/(eps n).
     3. Balancing: without the cap the best step is eta_stat = sqrt(l/T)/L0 (SMD term 2 L0 sqrt(l/T),
        decreasing in T); at the cap the SMD term grows like sqrt T.  So the best T is where the two step
        sizes cross, T* ~ eps n/sqrt(K log d log(1/delta)) (clipped to [1, n]), found here *exactly* with the
@@ -285,9 +287,9 @@ def alg1_theory_params(
         Constants w.r.t. ||.||_1 (L2 only used by "second_order").
     regime : {"first_order", "second_order", "quadratic"}
     accountant : str
-        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`.  Default ``"advanced"`` (DRV10, the
-        calibration of earlier versions); ``"paper"`` is the rule of seed 001 Cor 3.6; ``"best"`` is the
-        tightest valid accountant (the largest eps0, hence the largest cap).
+        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`.  Default ``"best"``, the tightest
+        valid accountant (the largest eps0, hence the largest cap); ``"advanced"`` is DRV10 (the default of
+        earlier versions); ``"paper"`` is the rule of seed 001 Cor 3.6.
     K, T, step_size : optional
         Fix some parameters; the others are chosen as above given them.  A given step size above the cap
         raises ``ValueError`` unless ``enforce_privacy_cap=False``.
@@ -455,8 +457,8 @@ def run_private_smd_saddle(
     See the module docstring for the algorithm and its privacy proof, and :func:`alg1_theory_params` for the
     default K, T, B, eta.  The ledger records the 2 K T vertex draws as exponential mechanisms with
     eps_draw = 4 eta L0/B; it is the only certificate: ``result.certified_epsilon(delta, accountant=...)``
-    (<= epsilon under the calibrating accountant whenever the privacy cap holds; the default ``"best"``
-    certificate, the minimum over DRV, KOV, RDP, is often ~2.5x smaller than the DRV one).
+    (<= epsilon under the calibrating accountant whenever the privacy cap holds; the default ``"best"``, the
+    minimum over DRV, KOV, RDP, both calibrates and certifies, and allows ~2.4x DRV's per-draw budget).
 
     Parameters
     ----------
@@ -473,8 +475,8 @@ def run_private_smd_saddle(
         Override the theory parameters (K >= 1, 1 <= T <= n, step size > 0 and <= the privacy cap).
     accountant : str
         One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`: the accountant that calibrates the
-        per-draw budget (see :func:`alg1_theory_params`).  Default ``"advanced"`` (DRV10, as in earlier
-        versions); ``"paper"`` is seed 001 Cor 3.6; ``"best"`` is the tightest valid accountant.
+        per-draw budget (see :func:`alg1_theory_params`).  Default ``"best"``, the tightest valid accountant;
+        ``"advanced"`` is DRV10 (the default of earlier versions); ``"paper"`` is seed 001 Cor 3.6.
     enforce_privacy_cap : bool
         If False, a step size above the cap is accepted; the ledger then records the larger per-draw epsilon
         and the certificate exceeds the target.
