@@ -51,9 +51,11 @@ is the largest per-step budget whose ``K``-fold composition meets ``(epsilon, de
 ``accountant`` (:func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon`, which inverts the certificate
 the run's ledger reports):
 
-* ``accountant="advanced"`` (default): DRV10 advanced composition (the calibration of the talk's analysis);
-* ``accountant="best"``: the tightest valid accountant for ``K`` pure steps (KOV15's optimal composition,
-  hence the largest ``eps0`` and the least noise); ``"kov"``, ``"rdp"``, ``"pld"``, ``"basic"``: that one;
+* ``accountant="best"`` (default): the tightest valid accountant for ``K`` pure steps (KOV15's optimal
+  composition, hence the largest ``eps0`` and the least noise); ``"kov"``, ``"rdp"``, ``"pld"``, ``"basic"``:
+  that one;
+* ``accountant="advanced"``: DRV10 advanced composition (the calibration of the talk's analysis and the default
+  of earlier versions);
 * ``accountant="paper"``: the talk's ``eps0 = epsilon / (2 sqrt(2 K ln(1/delta)))`` (constant 2 sqrt 2 stated
   by us), certified by DRV10 (``ValueError`` when it does not meet the target, i.e. unless
   ``epsilon e^eps0 <= 4 ln(1/delta)``).
@@ -236,8 +238,8 @@ def poly_sfw_theory_params(
     step_size : float, optional
         Explicit ``eta`` in (0, 1] (overrides ``step_constant``).
     accountant : str
-        The accountant that calibrates ``eps0`` (module docstring): ``"advanced"`` (default, DRV10), ``"best"``
-        (the tightest valid accountant), ``"kov"``, ``"rdp"``, ``"pld"``, ``"basic"`` or ``"paper"``.
+        The accountant that calibrates ``eps0`` (module docstring): ``"best"`` (default, the tightest valid
+        accountant), ``"advanced"`` (DRV10), ``"kov"``, ``"rdp"``, ``"pld"``, ``"basic"`` or ``"paper"``.
 
     Returns
     -------
@@ -578,8 +580,8 @@ def run_poly_sfw(
     step_size : float, optional
         Explicit ``eta`` in (0, 1]; overrides ``step_constant``.
     accountant : str
-        The accountant that calibrates the per-step budget and certifies the run: ``"advanced"`` (default,
-        DRV10, the calibration of the notebooks), ``"best"`` (the tightest valid accountant: KOV15 here),
+        The accountant that calibrates the per-step budget and certifies the run: ``"best"`` (default, the
+        tightest valid accountant: KOV15 here), ``"advanced"`` (DRV10, the default of earlier versions),
         ``"kov"``, ``"rdp"``, ``"pld"``, ``"basic"`` or ``"paper"`` (module docstring).
     trace : bool
         Record the selected vertex indices, the Laplace scales and the iterate at ~40 log-spaced steps.
