@@ -98,6 +98,11 @@ def _check_regime(regime: str) -> str:
 # cheap valid one of similar tightness.  The run's eps0, its cap and its step size always come from the chosen
 # accountant (a tighter accountant only raises the cap).
 _DESIGN_ACCOUNTANT = {"kov": "advanced", "pld": "rdp", "best": "rdp"}
+# RDP has no closed-form per-draw budget (each calibration is a root solve of ~15 certificates), so the grid over K
+# reads it from a log-log table (16 nodes per decade of draw counts, relative error ~2e-4, cached per target);
+# the T of the chosen K is then balanced with the exact eps0.
+_TABLE_ACCOUNTANTS = ("rdp",)
+_PER_DECADE = 16
 
 
 @lru_cache(maxsize=8192)
@@ -196,12 +201,27 @@ def _eta_stat(log_d: float, T: int, L0: float) -> float:
     return math.sqrt(log_d / T) / L0
 
 
-def _cap(n: int, T: int, K: int, epsilon: float, delta: float, L0: float, accountant: str) -> float:
-    eps0 = _eps0(epsilon, delta, 2 * K * T, accountant)
+@lru_cache(maxsize=64)
+def _eps0_table(epsilon: float, delta: float, accountant: str, decades: int) -> tuple[np.ndarray, np.ndarray]:
+    """(log k, log eps0(k)) at :data:`_PER_DECADE` draw counts k per decade in [1, 10^decades] (budget path)."""
+    ks = np.unique(np.round(np.logspace(0.0, decades, decades * _PER_DECADE + 1)).astype(np.int64))
+    e0 = np.array([_eps0(epsilon, delta, int(k), accountant) for k in ks])
+    return np.log(ks.astype(np.float64)), np.log(e0)
+
+
+def _cap(n: int, T: int, K: int, epsilon: float, delta: float, L0: float, accountant: str,
+         decades: int = 0) -> float:
+    """The privacy cap eps0(2 K T) B/(4 L0); ``decades > 0``: eps0 interpolated on :func:`_eps0_table` (design)."""
+    if decades > 0:
+        lk, le = _eps0_table(epsilon, delta, accountant, decades)
+        eps0 = math.exp(float(np.interp(math.log(2 * K * T), lk, le)))
+    else:
+        eps0 = _eps0(epsilon, delta, 2 * K * T, accountant)
     return eps0 * (n // T) / (4.0 * L0)
 
 
-def _balanced_T(n: int, K: int, epsilon: float, delta: float, L0: float, log_d: float, accountant: str) -> int:
+def _balanced_T(n: int, K: int, epsilon: float, delta: float, L0: float, log_d: float, accountant: str,
+                decades: int = 0) -> int:
     """Largest T in [1, n] with eta_cap(T) >= eta_stat(T) (1 if none): where the capped and the unconstrained
     SMD step sizes cross.  eta_cap decreases like T^(-3/2), eta_stat like T^(-1/2), so the set is an interval
     [1, T*] up to the floor in B; bisection on that monotone predicate."""
@@ -209,7 +229,7 @@ def _balanced_T(n: int, K: int, epsilon: float, delta: float, L0: float, log_d: 
     # per-draw budget inside the cap comes from the budget path (per_step_epsilon).
 
     def ok(T: int) -> bool:
-        return _cap(n, T, K, epsilon, delta, L0, accountant) >= _eta_stat(log_d, T, L0)
+        return _cap(n, T, K, epsilon, delta, L0, accountant, decades) >= _eta_stat(log_d, T, L0)
 
     if ok(n):
         return n
@@ -272,8 +292,10 @@ def alg1_theory_params(
        balance with the exact accountant; the absolute constants of the paper's O(.) are not tracked.
 
     For ``accountant`` in ("kov", "pld", "best") the (K, T) search prices eps0 with a cheaper valid accountant
-    (DRV for KOV, RDP for PLD and best; one KOV evaluation costs O(2 K T), one PLD seconds); eps0, the cap and
-    eta are then the chosen accountant's.  The search is cached (sweeps call it with the same arguments).
+    (DRV for KOV, RDP for PLD and best; one KOV evaluation costs O(2 K T), one PLD seconds); the grid over K
+    reads RDP's eps0 from a log-log table of draw counts (cached per target), and T for the chosen K is balanced
+    with the exact RDP eps0; eps0, the cap and eta are then the chosen accountant's.  The search is cached
+    (sweeps call it with the same arguments).
 
     Parameters
     ----------
@@ -349,10 +371,11 @@ def _below_cap(eta: float, eps0: float, B: int, L0: float) -> float:
 def _design(n: int, log_d: float, eps: float, dl: float, L0: float, L1: float, L2: float, regime: str,
             accountant: str, K: int | None, T: int | None, eta: float | None) -> tuple[int, int]:
     """(K, T) minimizing the bound of :func:`alg1_theory_params` (a utility search; eps0 from the budget path)."""
+    decades = math.ceil(math.log10(2.0 * _MAX_K * n)) if accountant in _TABLE_ACCOUNTANTS else 0
 
     def evaluate(k: int) -> float:
-        t = T if T is not None else _balanced_T(n, k, eps, dl, L0, log_d, accountant)
-        cap = _cap(n, t, k, eps, dl, L0, accountant)
+        t = T if T is not None else _balanced_T(n, k, eps, dl, L0, log_d, accountant, decades)
+        cap = _cap(n, t, k, eps, dl, L0, accountant, decades)
         e = eta if eta is not None else min(cap, _eta_stat(log_d, t, L0))
         smd, bias, _ = _terms(n, k, t, e, L0, L1, L2, log_d, regime)
         return smd + bias
