@@ -41,12 +41,13 @@ __all__ = [
 EXCESS_FLOOR = 1e-15
 
 
-def alpha_family(smallest_power: int, *, tail: Sequence[int] = ()) -> list[float]:
-    """The hardness parameters ``alpha = 2^-k``, ``k = 0, ..., smallest_power``, then ``2^-k`` for ``k`` in
-    ``tail`` (largest first)."""
+def alpha_family(smallest_power: int, *, tail: Sequence[int] = (), per_octave: int = 1) -> list[float]:
+    """The hardness parameters ``alpha = 2^(-k/per_octave)`` for ``k = 0, ..., smallest_power * per_octave``,
+    then ``2^-k`` for ``k`` in ``tail`` (largest first)."""
     k = check_int(smallest_power, "smallest_power", lo=0, hi=60)
+    per = check_int(per_octave, "per_octave", lo=1, hi=8)
     extra = [check_int(j, "tail", lo=k + 1, hi=60) for j in tail]
-    return [float(2.0**-j) for j in [*range(k + 1), *sorted(set(extra))]]
+    return [float(2.0 ** (-j / per)) for j in range(k * per + 1)] + [float(2.0**-j) for j in sorted(set(extra))]
 
 
 def f3_family_run(*, rng: np.random.Generator, variant: str, n: int, d: int, p: float, alpha: float,
@@ -116,11 +117,12 @@ def worst_case_replicates(records: Sequence[Mapping[str, Any]], *, x: str = "n",
 
 
 def check_f3_rates(verdict: Verdict, records: Sequence[Mapping[str, Any]], *, variant: str, epsilon: float,
-                   rng: np.random.Generator, n_boot: int, tol: float = 0.1) -> SlopeFit:
+                   rng: np.random.Generator, n_boot: int, tol: float = 0.1, level: float = 0.99) -> SlopeFit:
     r"""The verdict rows of one F3 variant on the measured worst case over the family.
 
     Rows: the two-sided exponent check of the worst-case median excess against
-    :func:`private_rate_exponent` (``3/4`` naive, ``1`` tree); the worst instance lies inside the family at every
+    :func:`private_rate_exponent` (``3/4`` naive, ``1`` tree), reading a bootstrap interval at ``level`` (a correct
+    rate fails with probability about ``1 - level``); the worst instance lies inside the family at every
     ``n`` (else the curve would be capped by the trivial error, not governed by the rate); learning (worst-case
     median excess at the largest ``n`` at most half the family's trivial error, the excess of ``x = 0`` on its
     hardest instance ``alpha = 1``); the ledgers certify ``epsilon``.
@@ -128,7 +130,7 @@ def check_f3_rates(verdict: Verdict, records: Sequence[Mapping[str, Any]], *, va
     recs = _select(records, variant=variant)
     ns = sorted({int(r["n"]) for r in recs})
     fit = fit_loglog_slope([r["n"] for r in recs], [r["excess"] for r in recs], rng=rng, statistic="median",
-                           n_boot=n_boot, worst_over=[r["alpha"] for r in recs])
+                           n_boot=n_boot, worst_over=[r["alpha"] for r in recs], level=level)
     power = 0.75 if variant == "naive" else 1.0
     verdict.check_exponent(f"F3 {variant}: worst-case excess ~ n^-{power:g} (private term)", fit,
                            private_rate_exponent(ns, power, epsilon), tol)

@@ -4,12 +4,13 @@ Linear losses over the unit :math:`\ell_p` ball with fingerprinting data: the ha
 lower bound for DP-SCO in :math:`\ell_p`, with the exact optimum and the exact excess risk.
 
 Construction. Let :math:`q = p/(p - 1) \ge 2`, :math:`s = d^{-1/q}` and :math:`\mathcal X = \{\|x\|_p \le 1\}`
-(:math:`D = 2`). A record is :math:`z = s\xi` with :math:`\xi \in \{\pm 1\}^d`, so :math:`\|z\|_q = 1`, and the
-loss is :math:`f(x; z) = -\langle x, z\rangle` (convex, :math:`L_0 = 1` in :math:`\|\cdot\|_q`, :math:`L_1 = 0`).
+(:math:`D = 2`). A record is :math:`z = s\xi` with :math:`\xi \in \{\pm 1\}^d` or :math:`z = 0`, so
+:math:`\|z\|_q \le 1`, and the loss is :math:`f(x; z) = -\langle x, z\rangle` (convex, :math:`L_0 = 1` in
+:math:`\|\cdot\|_q`, :math:`L_1 = 0`).
 Given the *means* :math:`m \in [-1, 1]^d` (drawn from the prior :math:`m_j \sim U[-1, 1]` i.i.d.,
 :func:`fingerprint_prior`) and the hardness parameter :math:`\alpha \in (0, 1]`, a record is *informative* with
-probability :math:`\alpha` (then :math:`\xi_j = \pm 1` independently with mean :math:`m_j`) and a uniformly random
-sign vector otherwise (mean 0): the padding of the fingerprinting argument. The population risk is exact,
+probability :math:`\alpha` (then :math:`\xi_j = \pm 1` independently with mean :math:`m_j`) and the zero record
+:math:`z = 0` otherwise: the padding of the fingerprinting argument. The population risk is exact,
 
 .. math:: F(x) = -s\alpha\langle m, x\rangle,\qquad F^* = -s\alpha\|m\|_q,\qquad
           x^* = \mathrm{sign}(m)|m|^{q-1}/\|m\|_q^{q-1},
@@ -24,7 +25,7 @@ that sees :math:`n` records, with :math:`m` drawn from the prior,
 
 maximal at :math:`\alpha^* = \min(1, d^{1/q}/(2 n c_{\varepsilon,\delta}))`, where it is
 :math:`d^{1/q}/(8 n c_{\varepsilon,\delta})` (if :math:`\alpha^* < 1`). Proof (the fingerprinting argument).
-(i) Fix which records are informative and the non-informative ones (independent of :math:`m`); the algorithm is
+(i) Fix which records are informative (the others are 0, independent of :math:`m`); the algorithm is
 then :math:`(\varepsilon, \delta)`-DP in the :math:`k` informative rows :math:`X_i`. (ii) Fingerprinting identity:
 for :math:`m_j \sim U[-1, 1]` and any bounded :math:`g` of the data, :math:`\mathbb E[g\sum_{i}(X_{ij} - m_j)] =
 2\,\mathbb E[m_j g]` (the score of a :math:`\pm 1` variable with mean :math:`m` is :math:`(X - m)/(1 - m^2)`;
@@ -141,7 +142,7 @@ class FingerprintLinearLp(Problem):
         return -self._cache["opt"][1]
 
     def _bounds_text(self) -> str:
-        return f"every entry of a record is +-d^(-1/q) = +-{self.scale:.6g}"
+        return f"a record is 0 or has every entry equal to +-d^(-1/q) = +-{self.scale:.6g}"
 
     def _loss(self, x: np.ndarray, data: Dataset) -> np.ndarray:
         return -(data.X @ x)
@@ -154,20 +155,23 @@ class FingerprintLinearLp(Problem):
 
     def _sample(self, n: int, rng: np.random.Generator) -> Dataset:
         informative = np.flatnonzero(rng.random(n) < self.alpha)
-        u = rng.random((n, self.d))
-        # an informative entry is +1 with probability (1 + m_j)/2: u - m_j/2 < 1/2
-        u[informative] -= 0.5 * self.means
-        return Dataset(np.where(u < 0.5, self.scale, -self.scale))
+        X = np.zeros((n, self.d))
+        # an informative entry is +1 with probability (1 + m_j)/2
+        u = rng.random((informative.size, self.d))
+        X[informative] = np.where(u < 0.5 * (1.0 + self.means), self.scale, -self.scale)
+        return Dataset(X)
 
     def _row_violation(self, data: Dataset) -> np.ndarray:
-        bad = np.abs(data.X) != self.scale  # the sampler writes +-scale exactly
-        if np.any(bad):
-            bad = np.abs(np.abs(data.X) - self.scale) > 1e-12 * self.scale
-        return np.any(bad, axis=1)
+        a = np.abs(data.X)
+        zero = ~np.any(a, axis=1)
+        off = np.any(a != self.scale, axis=1)  # the sampler writes +-scale exactly
+        if np.any(off & ~zero):
+            off = np.any(np.abs(a - self.scale) > 1e-12 * self.scale, axis=1)
+        return off & ~zero
 
     def _clip_rows(self, data: Dataset, bad: np.ndarray) -> Dataset:
         X = np.array(data.X)
-        X[bad] = np.where(X[bad] >= 0, self.scale, -self.scale)
+        X[bad] = np.where(X[bad] >= 0, self.scale, -self.scale)  # a bad record becomes its sign pattern
         return Dataset(X)
 
     def _population_risk(self, x: np.ndarray) -> float:
