@@ -99,3 +99,21 @@ def test_task_and_worst_case_values():
     xs, vals, worst = worst_case_values(recs, "n")
     assert xs.tolist() == [400.0] and vals[0][0] == max(r["excess"] for r in recs)
     assert worst[0] == max(recs, key=lambda r: r["excess"])["mult"]
+
+
+def test_euclidean_member_unit_norm_records_exact_optimum_and_stream():
+    prob = hard_linear(9, 0.6, p=2)
+    data = prob.sample(100_000, np.random.default_rng(4))
+    assert np.allclose(np.linalg.norm(data.X, axis=1), 1.0) and prob.L0 == 1.0
+    assert abs(data.X[:, 0].mean() + prob.signal) < 5 / math.sqrt(2 * 100_000)
+    assert prob.signal == pytest.approx(prob.gamma / math.sqrt(2)) and prob.trivial_error == pytest.approx(prob.signal)
+    x_cf, f_cf = prob.population_optimum()
+    assert abs(f_cf - prob.cvxpy_optimum()[1]) <= 1e-7 and prob.constants()["D"] == pytest.approx(2.0)
+    blocks = list(prob.stream(1000, np.random.default_rng(5), block_size=99))
+    assert np.array_equal(np.concatenate([b.X for b in blocks]), prob.sample(1000, np.random.default_rng(5)).X)
+    X = np.array(data.X[:3])
+    X[0] *= 1.5
+    with pytest.raises(ValueError, match="declared bounds"):
+        prob.validate_data(Dataset(X, None))
+    with pytest.raises(ValueError, match="p must be"):
+        HardLinear(4, 0.5, p=3)

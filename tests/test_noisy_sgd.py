@@ -148,3 +148,76 @@ def test_invalid_data(small):
         run_noisy_sgd(pr, Dataset(data.X, y), epsilon=1.0, delta=1e-5, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="problem"):
         run_noisy_sgd(None, data, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(0))
+
+
+# ---- noise audit (statistical): the realized Gaussian noise against an independent minimum
+
+
+def _min_sigma_analytic(eps: float, delta: float, sensitivity: float) -> float:
+    """Smallest std of a Gaussian mechanism of l2 sensitivity ``sensitivity`` that is (eps, delta)-DP: the exact
+    (analytic) condition of Balle and Wang (2018), ``Phi(s/(2 sigma) - eps sigma/s) - e^eps Phi(-s/(2 sigma) -
+    eps sigma/s) = delta``, solved by bisection; written here, independent of the library's accountants."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    def excess(sigma: float) -> float:
+        a, b = sensitivity / (2 * sigma), eps * sigma / sensitivity
+        return norm.cdf(a - b) - math.exp(eps) * norm.cdf(-a - b) - delta
+
+    return brentq(excess, 1e-6 * sensitivity, 1e3 * sensitivity, xtol=1e-14 * sensitivity)
+
+
+def _realized_noise(prob, data, eps: float, delta: float, runs: int) -> tuple[np.ndarray, float]:
+    """One full-batch step from x_1 = 0 with step size 1 inside a ball too large to project: x_bar = -(g + N), so
+    ``-x_bar - g`` is the Gaussian noise N (d coordinates) of that run. Returns the draws and the claimed eps."""
+    g = data.X.mean(axis=0)
+    draws, claimed = [], []
+    for r in range(runs):
+        res = run_noisy_sgd(prob, data, epsilon=eps, delta=delta, rng=np.random.default_rng(1000 + r), steps=1,
+                            batch_size=data.n, step_size=1.0)
+        draws.append(-res.x - g)
+        claimed.append(res.certified_epsilon(delta))
+    return np.concatenate(draws), max(claimed)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("broken", [False, True])
+def test_noise_audit_catches_half_sigma(broken, monkeypatch):
+    """The std of the realized noise of one step (d = 50, 400 runs: 20000 Gaussian draws) must not be provably below
+    the smallest sigma that (eps, delta)-DP requires at the ledger's certificate for sensitivity 2 L0_2/n (unit-norm
+    records, replace-one). Test: the one-sided 1 - 1e-3 chi-square upper confidence bound of the std must reach that
+    minimum. The library calibrates sigma to the minimum exactly, so a correct run is a false alarm with probability
+    at most 1e-3; the broken variant (sigma halved, ledger unchanged, patched on ``noisy_sgd_theory_params``, the
+    name the runner calls) gives an upper bound near 0.51 of the minimum and fails."""
+    from dataclasses import replace
+
+    from scipy.stats import chi2
+
+    import dpsco_lib.algorithms.noisy_sgd as ns
+    from dpsco_lib.problems.hard_linear import hard_linear
+
+    if broken:
+        honest = ns.noisy_sgd_theory_params
+        monkeypatch.setattr(ns, "noisy_sgd_theory_params", lambda *a, **k: replace(honest(*a, **k),
+                                                                                    sigma=honest(*a, **k).sigma / 2))
+    prob = hard_linear(50, 0.5, p=2, radius=1e6)
+    data = prob.sample(4, np.random.default_rng(0))
+    eps, delta = 1.0, 1e-5
+    noise, claimed = _realized_noise(prob, data, eps, delta, runs=400)
+    assert claimed <= eps * (1 + 1e-9)
+    sigma_min = _min_sigma_analytic(claimed, delta, 2.0 / data.n)
+    k = noise.size
+    ucb = math.sqrt(float(np.sum(noise**2)) / chi2.ppf(1e-3, k))  # mean known (0): k degrees of freedom
+    assert (ucb >= sigma_min) != broken, (ucb, sigma_min)
+
+
+def test_noise_multiplier_hook_zero_is_the_noiseless_iteration():
+    from dpsco_lib.problems.hard_linear import hard_linear
+
+    prob = hard_linear(8, 0.5, p=2, radius=100.0)
+    data = prob.sample(16, np.random.default_rng(0))
+    res = run_noisy_sgd(prob, data, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(1), steps=1, batch_size=16,
+                        step_size=1.0, _noise_multiplier=0.0)
+    assert np.allclose(res.x, -data.X.mean(axis=0), atol=1e-15)
+    with pytest.raises(ValueError, match="_noise_multiplier"):
+        run_noisy_sgd(prob, data, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(1), _noise_multiplier=-1.0)

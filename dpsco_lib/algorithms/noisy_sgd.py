@@ -201,6 +201,7 @@ def run_noisy_sgd(
     step_size: float | None = None,
     accountant: str = "gdp",
     trace: bool = False,
+    _noise_multiplier: float = 1.0,
 ) -> Result:
     r"""Projected noisy mini-batch SGD in l2 (Spec S2; BFTT19), ``(epsilon, delta)``-DP under replace-one.
 
@@ -224,6 +225,10 @@ def run_noisy_sgd(
         or ``"best"`` (the tightest valid accountant; GDP for these Gaussian events), ``"rdp"``, ``"pld"``.
     trace : bool
         Record the running iterate average at the end of each epoch (``x_avg_epoch``, shape (E, d)).
+    _noise_multiplier : float
+        Test hook: scales the Gaussian noise actually drawn (``0``: the same iterations without noise, the
+        non-private reference of notebook 05); the ledger is unchanged, so any value other than 1 voids the
+        certificate.
 
     Returns
     -------
@@ -238,13 +243,14 @@ def run_noisy_sgd(
     delta = check_delta(delta, allow_zero=False)
     accountant = check_accountant(accountant)
     trace = check_bool(trace, "trace")
+    noise_mult = check_positive(_noise_multiplier, "_noise_multiplier", allow_zero=True)
     data = problem.validate_data(data)
     n, d = data.n, problem.d
     L0_2, D_2 = l2_constants(problem)
     params = noisy_sgd_theory_params(n, d=d, epsilon=epsilon, delta=delta, L0_2=L0_2, D_2=D_2, steps=steps,
                                      batch_size=batch_size, step_size=step_size, accountant=accountant)
     T, b, per_epoch = params.T, params.batch_size, params.batches_per_epoch
-    sigma, eta = params.sigma, params.step_size
+    sigma, eta = params.sigma * noise_mult, params.step_size
     fset = problem.feasible_set
     x = np.asarray(fset.center(), dtype=np.float64).copy()
     x_sum = np.zeros(d)
@@ -258,7 +264,8 @@ def run_noisy_sgd(
             # full batch: no copy (the order of the records does not change the mean)
             batch = data if b == n else data[np.sort(perm[j * b : (j + 1) * b])]
             g = problem._mean_grad(x, batch)  # records validated above; x feasible by projection
-            g += rng.normal(0.0, sigma, size=d)
+            if sigma > 0:
+                g += rng.normal(0.0, sigma, size=d)
             x = fset.project(x - eta * g)
             x_sum += x
             t += 1

@@ -41,11 +41,14 @@ from dpsco_lib.problems.least_squares import hard_least_squares
 __all__ = [
     "ALGORITHMS",
     "bound_exponent",
+    "calibration_runs",
+    "fit_worst",
     "bound_terms",
     "gamma_for",
     "hard_linear_task",
     "least_squares_task",
     "n_needed",
+    "rate_grid",
     "run_algorithm",
     "worst_case_values",
 ]
@@ -65,11 +68,12 @@ def _check_alg(alg: str) -> str:
 
 
 def bound_terms(alg: str, n: float, d: int, eps: float, *, L0: float = 1.0, L1: float = 0.0,
-                D: float = 2.0) -> tuple[float, float]:
+                D: float = 2.0, p: float = 1.0) -> tuple[float, float]:
     r"""(statistical, privacy) terms of the theorem's bound, constant 1, at ``delta = n^-1.1`` (module docstring).
 
-    ``L0, L1, D`` are the l1-setup constants (the hard linear family: 1, 0, 2); for S2 the l2 constants are
-    ``L0_2 = sqrt(d) L0`` and ``D_2 = D`` (the l1 ball of radius ``D/2`` has Euclidean diameter ``D``).
+    ``L0, L1, D`` are the setup's constants (the hard linear family: 1, 0, 2). For S2 on an l1 problem
+    (``p = 1``) the l2 constants are ``L0_2 = sqrt(d) L0`` and ``D_2 = D`` (the l1 ball of radius ``D/2`` has
+    Euclidean diameter ``D``); on the Euclidean member (``p = 2``) they are ``L0`` and ``D``.
     """
     _check_alg(alg)
     n = check_positive(n, "n")
@@ -85,11 +89,12 @@ def bound_terms(alg: str, n: float, d: int, eps: float, *, L0: float = 1.0, L1: 
         scale = L0 * D + L1 * D * D
         return (scale * math.sqrt(log_v / n) * math.log(n),
                 scale * (log_v * math.log(n) ** 2 * log_delta / (eps * n)) ** (2.0 / 3.0))
-    l2 = math.sqrt(d) * L0 * D
+    l2 = (math.sqrt(d) if p == 1 else 1.0) * L0 * D
     return l2 / math.sqrt(n), l2 * math.sqrt(d * log_delta) / (eps * n)
 
 
-def bound_exponent(alg: str, xs: Sequence[float], *, vary: str, n: float = 0.0, d: int = 0, eps: float) -> float:
+def bound_exponent(alg: str, xs: Sequence[float], *, vary: str, n: float = 0.0, d: int = 0, eps: float,
+                   p: float = 1.0) -> float:
     """Local exponent of the theorem's bound over a grid: the OLS slope of ``log B`` against ``log x``.
 
     ``vary`` is ``"n"`` (``xs`` are sample sizes at dimension ``d``) or ``"d"`` (``xs`` are dimensions at ``n``).
@@ -99,14 +104,36 @@ def bound_exponent(alg: str, xs: Sequence[float], *, vary: str, n: float = 0.0, 
     xs = np.asarray(xs, dtype=float)
     if xs.size < 2:
         raise ValueError(f"xs must hold at least two grid points, got {xs.size}")
-    vals = [sum(bound_terms(alg, x, d, eps)) if vary == "n" else sum(bound_terms(alg, n, int(x), eps)) for x in xs]
+    vals = [sum(bound_terms(alg, x, d, eps, p=p)) if vary == "n" else sum(bound_terms(alg, n, int(x), eps, p=p))
+            for x in xs]
     return float(np.polyfit(np.log(xs), np.log(vals), 1)[0])
 
 
-def gamma_for(alg: str, n: int, d: int, eps: float, mult: float) -> float:
-    """Hardness of the family member ``mult x B(n, d)`` (the theorem's bound), capped at 1."""
+def gamma_for(alg: str, n: int, d: int, eps: float, mult: float, *, p: float = 1.0) -> float:
+    """Hardness of the family member whose excess scale (``signal``, the trivial error) is ``mult x B(n, d)`` (the
+    theorem's bound), capped at ``gamma = 1``; ``p = 2``: the Euclidean member (``signal = gamma/sqrt 2``)."""
     mult = check_positive(mult, "mult")
-    return float(min(1.0, mult * sum(bound_terms(alg, n, d, eps))))
+    w1 = 1.0 if p == 1 else 1.0 / math.sqrt(2.0)
+    return float(min(1.0, mult * sum(bound_terms(alg, n, d, eps, p=p)) / w1))
+
+
+def rate_grid(alg: str, xs: Sequence[int], *, vary: str, n: int = 0, d: int = 0, eps: float,
+              mults: Sequence[float], p: float = 1.0) -> tuple[list[dict[str, Any]], list[int]]:
+    """Sweep grid over ``xs`` (sample sizes or dimensions) x the family members ``mults``, without the grid
+    values at which the largest member is capped (``gamma = 1``: the worst case there may be saturated).
+
+    Returns ``(grid, dropped)``: the task parameters of :func:`hard_linear_task` and the dropped values of ``xs``.
+    """
+    if vary not in ("n", "d"):
+        raise ValueError(f"vary must be 'n' or 'd', got {vary!r}")
+    grid, dropped = [], []
+    for x in xs:
+        nn, dd = (int(x), d) if vary == "n" else (n, int(x))
+        if gamma_for(alg, nn, dd, eps, max(mults), p=p) >= 1.0:
+            dropped.append(int(x))
+            continue
+        grid += [{"alg": alg, "n": nn, "d": dd, "eps": eps, "mult": float(m), "p": p} for m in mults]
+    return grid, dropped
 
 
 def run_algorithm(alg: str, problem: Any, data: Any, *, eps: float, delta: float, rng: np.random.Generator,
@@ -123,22 +150,32 @@ def run_algorithm(alg: str, problem: Any, data: Any, *, eps: float, delta: float
 
 
 def hard_linear_task(*, rng: np.random.Generator, alg: str, n: int, d: int, eps: float, mult: float = 0.0,
-                     gamma: float = 0.0) -> dict[str, Any]:
-    """One run on the hard linear family: the member ``gamma`` (or ``mult x B(n, d)`` when ``gamma`` is 0).
+                     gamma: float = 0.0, p: float = 1.0) -> dict[str, Any]:
+    """One run on the hard linear family: the member ``gamma`` (or ``mult x B(n, d)`` when ``gamma`` is 0);
+    ``p = 2``: its Euclidean member (noisy SGD only).
 
-    Returns the exact excess, the trivial error ``gamma``, their ratio, the certified epsilon and, for noisy SGD,
-    the per-coordinate noise ``sigma`` with the batch size (is the run noise-dominated?).
+    Returns the exact excess, the trivial error, their ratio, ``gamma``, ``capped`` (the member asked for had
+    ``gamma > 1``), ``delta = n^-1.1`` and the certified epsilon. Noisy SGD also returns its steps, batch size and
+    ``excess_nonprivate``: single-pass non-private SGD on the same records (``T = n/8`` steps of batch 8, step size
+    ``D_2/sqrt T``; the statistical error, measured).
     """
-    g = float(gamma) if gamma > 0 else gamma_for(alg, n, d, eps, mult)
-    prob = hard_linear(d, g)
+    if p == 2 and alg != "noisy_sgd":
+        raise ValueError(f"p = 2 (the Euclidean member) is for alg='noisy_sgd' only, got alg={alg!r}")
+    g = float(gamma) if gamma > 0 else gamma_for(alg, n, d, eps, mult, p=p)
+    capped = gamma <= 0 and g >= 1.0
+    prob = hard_linear(d, g, p=p)
     delta = delta_for_n(n)
     data = prob.stream(n, rng, block_size=1 << 16) if alg == "poly_sfw" else prob.sample(n, rng)
     res = run_algorithm(alg, prob, data, eps=eps, delta=delta, rng=rng)
     excess = max(prob.excess_risk(res.x), 1e-12)  # exact 0 (every selection right) kept positive for log axes
     out = {"excess": excess, "trivial": prob.trivial_error, "ratio": excess / prob.trivial_error,
-           "gamma": prob.gamma, "delta": delta, "eps_certified": res.certified_epsilon(delta)}
+           "gamma": prob.gamma, "capped": capped, "delta": delta, "eps_certified": res.certified_epsilon(delta)}
     if alg == "noisy_sgd":
-        out.update(sigma=res.params["sigma"], batch_size=res.params["batch_size"], steps=res.params["T"])
+        T0 = max(1, n // 8)
+        ref = run_noisy_sgd(prob, data, epsilon=eps, delta=delta, rng=rng, steps=T0, batch_size=min(8, n),
+                            step_size=prob.feasible_set.diameter(2.0) / math.sqrt(T0), _noise_multiplier=0.0)
+        out.update(steps=res.params["T"], batch_size=res.params["batch_size"],
+                   excess_nonprivate=max(prob.excess_risk(ref.x), 1e-12))
     return out
 
 
@@ -188,3 +225,35 @@ def worst_case_values(records: Sequence[dict[str, Any]], x: str, *, value: str =
         vals.append(cells[k])
         worst.append(members[k])
     return np.asarray(xs, dtype=float), vals, worst
+
+
+def fit_worst(records: Sequence[dict[str, Any]], x: str, *, rng: np.random.Generator, n_boot: int,
+              value: str = "excess") -> Any:
+    """Log-log fit of the worst case over the family members (``mult``) of the per-member median of ``value``
+    against ``x`` (:func:`dpsco_lib.experiments.fit_loglog_slope` with ``worst_over``), 95% bootstrap interval."""
+    from dpsco_lib.experiments.analysis import fit_loglog_slope
+
+    return fit_loglog_slope([r[x] for r in records], [r[value] for r in records], rng=rng, statistic="median",
+                            n_boot=n_boot, worst_over=[r["mult"] for r in records])
+
+
+def calibration_runs(alg: str, n: int, d: int, eps: float, rng: np.random.Generator) -> tuple[dict[str, Any], float]:
+    """The same run (``hard_linear(d, 0.5)``, ``delta = n^-1.1``) calibrated by the papers' rule and by the tightest
+    accountant (``"best"``): Poly-SFW's rule is ``eps0 = eps/(2 sqrt(2 K ln(1/delta)))`` (``"paper"``), the tree's is
+    advanced composition per depth (``"advanced"``). Returns ``({label: Result}, noise gain)``, the gain being the
+    ratio of the per-selection budgets (root budget for the tree): the factor by which the tightest accountant
+    shrinks the Laplace scale."""
+    if alg not in ("poly_sfw", "tree_fw"):
+        raise ValueError(f"alg must be 'poly_sfw' or 'tree_fw', got {alg!r}")
+    prob = hard_linear(d, 0.5)
+    data = prob.sample(n, rng)
+    rule = "paper" if alg == "poly_sfw" else "advanced"
+    runs = {f"paper rule ({rule})": run_algorithm(alg, prob, data, eps=eps, delta=delta_for_n(n), rng=rng,
+                                                  accountant=rule),
+            "tightest (best)": run_algorithm(alg, prob, data, eps=eps, delta=delta_for_n(n), rng=rng)}
+    a, b = runs.values()
+
+    def budget(res: Any) -> float:
+        return float(res.params["eps0"]) if alg == "poly_sfw" else float(res.params["depth_epsilons"][0])
+
+    return runs, budget(b) / budget(a)

@@ -22,6 +22,12 @@ the minimax rate, as in the lower-bound constructions of Asi, Feldman, Koren and
 Bassily, Guzmán and Nandi (COLT 2021). Notebook 05 measures the worst case over a grid of ``gamma`` that
 brackets that scale at every ``n``.
 
+The Euclidean member (``p = 2``, the hard case of noisy SGD, Spec S2). The same signs, weighted so that every record
+has unit l2 norm: ``x_rec = (z_1 / sqrt 2, z_2 w, ..., z_d w)`` with ``w = 1/sqrt(2(d - 1))``, over the l2 ball of
+radius ``r``: ``F(x) = -(gamma/sqrt 2) x_1``, ``x* = r e_1``, excess ``(gamma/sqrt 2)(r - x_1)``, trivial error
+``gamma r/sqrt 2``; ``L0 = 1`` in l2, ``D = 2r``. A Euclidean method privatizes the gradient with isotropic noise in
+all ``d`` coordinates, so its error at the worst ``gamma`` grows like the norm of that noise, ``sqrt d``.
+
 Sampling. ``gamma`` is stored as the exactly represented ``2 k / 2^30 - 1`` closest to the requested value
 (the coin of ``z_1`` is an integer draw ``u < k`` out of ``2^30``), so ``E z = -gamma e_1`` holds exactly for
 the stored ``gamma``. The sampler is a :class:`~dpsco_lib.problems.stream.BlockSampler`, so
@@ -32,13 +38,14 @@ The library works in the idealized real-arithmetic model (float64, non-cryptogra
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dpsco_lib._validation import check_in_range, check_int, check_positive
-from dpsco_lib.geometry.sets import L1Ball
+from dpsco_lib.geometry.sets import L1Ball, LpBall
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.stream import BlockSampler, IntegerDraw
@@ -56,6 +63,8 @@ class _PlantedSignSampler(BlockSampler):
 
     d: int
     threshold: int
+    w_first: float = 1.0
+    w_rest: float = 1.0
 
     labelled = False
 
@@ -70,6 +79,10 @@ class _PlantedSignSampler(BlockSampler):
         np.multiply(signs, 2.0, out=X)
         X -= 1.0
         X[:, 0] = np.where(coin < self.threshold, -1.0, 1.0)
+        if self.w_rest != 1.0:
+            X[:, 1:] *= self.w_rest
+        if self.w_first != 1.0:
+            X[:, 0] *= self.w_first
 
 
 class HardLinear(Problem):
@@ -84,45 +97,59 @@ class HardLinear(Problem):
         radius). Stored as the nearest ``2 k/2^30 - 1`` (attribute ``gamma``).
     radius : float
         ``r > 0``.
+    p : float
+        ``1`` (the l1 ball, records in ``{-1, 1}^d``) or ``2`` (the l2 ball, records of unit l2 norm; module
+        docstring).
 
     Attributes
     ----------
     gamma : float
         The exact hardness parameter of the sampled distribution.
     L0, L1, L2 : float
-        ``1, 0, 0`` (l1 setup, gradients in l_inf).
+        ``1, 0, 0`` (gradients in the dual norm: l_inf for ``p = 1``, l2 for ``p = 2``).
+    signal : float
+        ``||E x_rec|| = gamma w_1`` (``w_1 = 1`` for ``p = 1``, ``1/sqrt 2`` for ``p = 2``): the excess is
+        ``signal (r - x_1)``.
     """
 
     needs_labels = False
 
-    def __init__(self, d: int, gamma: float, *, radius: float = 1.0) -> None:
+    def __init__(self, d: int, gamma: float, *, radius: float = 1.0, p: float = 1.0) -> None:
         d = check_int(d, "d", lo=2)
         gamma = check_in_range(gamma, "gamma", 0.0, 1.0, lo_inclusive=False)
         self.radius = check_positive(radius, "radius")
+        if p not in (1, 2):
+            raise ValueError(f"p must be 1 or 2, got {p!r}")
+        self.p = float(p)
         k = int(round((1.0 + gamma) / 2.0 * (1 << COIN_BITS)))
-        self.sampler = _PlantedSignSampler(d, k)
         self.gamma = 2.0 * k / (1 << COIN_BITS) - 1.0
-        self.feasible_set = L1Ball(d, self.radius)
-        self.p = 1.0
+        if self.p == 1.0:
+            self.weights = (1.0, 1.0)
+            self.feasible_set = L1Ball(d, self.radius)
+        else:
+            self.weights = (1.0 / math.sqrt(2.0), 1.0 / math.sqrt(2.0 * (d - 1)))
+            self.feasible_set = LpBall(d, 2.0, self.radius)
+        self.sampler = _PlantedSignSampler(d, k, *self.weights)
+        self.signal = self.gamma * self.weights[0]
         self.L0, self.L1, self.L2 = 1.0, 0.0, 0.0
         self.exact_population = True
         self.spec = "F1, F2, S2"
         self.mu = np.zeros(d)
-        self.mu[0] = -self.gamma
+        self.mu[0] = -self.signal
         x_star = np.zeros(d)
         x_star[0] = self.radius
-        self._cache = {"opt": (x_star, -self.gamma * self.radius)}
+        self._cache = {"opt": (x_star, -self.signal * self.radius)}
 
     def __repr__(self) -> str:
-        return f"HardLinear(d={self.d}, gamma={self.gamma:.6g}, radius={self.radius:g})"
+        return f"HardLinear(d={self.d}, gamma={self.gamma:.6g}, radius={self.radius:g}, p={self.p:g})"
 
     @property
     def trivial_error(self) -> float:
-        """Excess risk of the centre ``x = 0``: ``gamma r``."""
-        return self.gamma * self.radius
+        """Excess risk of the centre ``x = 0``: ``signal r`` (``gamma r`` for ``p = 1``)."""
+        return self.signal * self.radius
 
     def _bounds_text(self) -> str:
-        return "||z||_inf <= 1"
+        return "||z||_inf <= 1" if self.p == 1.0 else "||z||_2 <= 1"
 
     # ---- oracle
     def _loss(self, x: np.ndarray, data: Dataset) -> np.ndarray:
@@ -143,11 +170,16 @@ class HardLinear(Problem):
         return self.sampler
 
     def _row_violation(self, data: Dataset) -> np.ndarray:
-        return np.any(np.abs(data.X) > 1.0 + _RTOL, axis=1)
+        if self.p == 1.0:
+            return np.any(np.abs(data.X) > 1.0 + _RTOL, axis=1)
+        return np.linalg.norm(data.X, axis=1) > 1.0 + _RTOL
 
     def _clip_rows(self, data: Dataset, bad: np.ndarray) -> Dataset:
-        """Clip every coordinate to [-1, 1]."""
-        return Dataset(np.clip(data.X, -1.0, 1.0), None)
+        """Clip to the declared bound: every coordinate to [-1, 1] (``p = 1``), the rows to the unit l2 ball."""
+        if self.p == 1.0:
+            return Dataset(np.clip(data.X, -1.0, 1.0), None)
+        nrm = np.maximum(np.linalg.norm(data.X, axis=1, keepdims=True), 1.0)
+        return Dataset(data.X / nrm, None)
 
     # ---- population
     def _population_risk(self, x: np.ndarray) -> float:
@@ -160,6 +192,7 @@ class HardLinear(Problem):
         return self.mu @ var
 
 
-def hard_linear(d: int, gamma: float, *, radius: float = 1.0) -> HardLinear:
-    """The instance of the hard linear family with hardness ``gamma`` (:class:`HardLinear`; Spec F1, F2, S2)."""
-    return HardLinear(d, gamma, radius=radius)
+def hard_linear(d: int, gamma: float, *, radius: float = 1.0, p: float = 1.0) -> HardLinear:
+    """The instance of the hard linear family with hardness ``gamma`` (:class:`HardLinear`; Spec F1, F2, S2);
+    ``p = 2``: its Euclidean member (unit-norm records over the l2 ball)."""
+    return HardLinear(d, gamma, radius=radius, p=p)
