@@ -95,3 +95,15 @@ def test_verdict_rows_and_certificate_ratio() -> None:
 def test_x2_design_task_matches_design() -> None:
     r = ac.x2_design_task(rng=np.random.default_rng(0), n=20_000, epsilon=1.0)
     assert (r["K"], r["T"], r["bound"]) == ac.x2_design(20_000, 1.0)
+
+
+def test_calibration_runs_paper_rule_vs_tightest() -> None:
+    a1, mw = ac.x1_calibration(2000, 1.0, np.random.default_rng(0))
+    dl = delta_for_n(2000)
+    assert a1["tightest"].params["eps0"] > a1["paper rule"].params["eps0"]
+    runs = (*a1.values(), *mw.values())
+    assert all(r.certified_epsilon(dl) <= 1 + 1e-9 and r.relation == "replace_one" for r in runs)
+    assert mw["HLM12 rule (basic, pure DP)"].certified_epsilon(0.0, accountant="basic") == pytest.approx(1.0)
+    c2 = ac.x2_calibration(20_000, 1.0, np.random.default_rng(0))
+    assert c2["tightest"].params["eps0"] > c2["paper rule"].params["eps0"]
+    assert all(r.certified_epsilon(delta_for_n(20_000)) <= 1 + 1e-9 for r in c2.values())
