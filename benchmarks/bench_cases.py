@@ -1,17 +1,22 @@
 """Benchmark cases: the problems, the per-sample-gradient floor and one call per private algorithm.
 
-The *floor* of a problem at a fixed point is one vectorized pass computing all ``n`` per-sample gradients
-(``problem._grad(x, data)`` for a :class:`~dpsco_lib.problems.Problem`, ``_grad_x`` and ``_grad_y`` for a
-:class:`~dpsco_lib.problems.SaddleProblem`) at the centre of the feasible set.  It is computed in row blocks of
-at most ``FLOOR_BLOCK_ENTRIES`` entries so that the ``(n, d)`` gradient matrix (8 GB at ``n = 1e5``,
-``d = 1e4``) is never materialized; the blocks are reduced (summed) so the work cannot be optimized away.
+The *floor* of a problem at a fixed point is one vectorized pass computing all ``n`` per-sample gradients at the
+centre of the feasible set: for least squares the raw numpy expression ``(A @ x - b)[:, None] * A`` (not the
+library's gradient function), for the other problems ``problem._grad(x, data)`` (a
+:class:`~dpsco_lib.problems.Problem`) or ``_grad_x`` and ``_grad_y`` (a :class:`~dpsco_lib.problems.SaddleProblem`).
+It is computed in row blocks of at most ``FLOOR_BLOCK_ENTRIES`` entries so that the ``(n, d)`` gradient matrix
+(8 GB at ``n = 1e5``, ``d = 1e4``) is never materialized; a least-squares block's gradients are summed over the
+records (the batch gradient, accumulated across blocks), the other blocks reduced to a checksum, so the work
+cannot be optimized away.
 Every single-pass algorithm must at least read each record and form its gradient once, so
 ``wall time / floor`` measures the algorithm's overhead over the cheapest possible pass over the data.
 
 Problems (records are generated in row blocks into one preallocated float64 matrix):
 
 * ``ls_simplex``: :func:`~dpsco_lib.problems.least_squares.hard_least_squares` with ``p = 1`` over the simplex
-  (Poly-SFW, VR Frank-Wolfe, SMD, noisy SGD, DP-SGD, anytime SMD);
+  (VR Frank-Wolfe, SMD, noisy SGD, DP-SGD, anytime SMD);
+* ``ls_l1ball``: the same with ``p = 1`` over the unit l1 ball, ``2d`` vertices (Poly-SFW, Spec F1: its ``n |V| / 2``
+  report-noisy-min draws make it the harder of the two polytopes);
 * ``ls_lp``: the same family with ``p = 1.5`` over the unit ``l_1.5`` ball (GG-VR-SFW, Spec F3);
 * ``bilinear``: :func:`~dpsco_lib.problems.games.random_bilinear_game` with ``dx = d // 2``, ``dy = d - dx``
   (records of length ``d``; Algorithm 1 and the other saddle-point algorithms).
@@ -62,7 +67,7 @@ _GEN_BLOCK_ENTRIES = 5_000_000
 EPSILON = 1.0
 DELTA = 1e-6
 
-PROBLEMS = ("ls_simplex", "ls_lp", "bilinear")
+PROBLEMS = ("ls_simplex", "ls_l1ball", "ls_lp", "bilinear")
 
 
 def make_problem(kind: str, n: int, d: int, seed: int) -> tuple[Any, Dataset]:
@@ -73,6 +78,8 @@ def make_problem(kind: str, n: int, d: int, seed: int) -> tuple[Any, Dataset]:
     rng = np.random.default_rng(seed)
     if kind == "ls_simplex":
         problem: Any = hard_least_squares(1.0, d)
+    elif kind == "ls_l1ball":
+        problem = hard_least_squares(1.0, d, set_kind="l1ball")
     elif kind == "ls_lp":
         problem = hard_least_squares(1.5, d)
     elif kind == "bilinear":
@@ -102,13 +109,24 @@ def _center_point(problem: Any) -> Any:
 def floor_pass(problem: Any, data: Dataset) -> float:
     """One pass computing every per-sample gradient at the centre, in row blocks; returns a checksum.
 
-    For a saddle problem both partial gradients ``grad_x`` and ``grad_y`` of every record are formed.
+    For least squares each block's gradients ``(A @ x - b)[:, None] * A`` are formed in raw numpy and summed over
+    the records (the checksum is the first coordinate of the batch gradient sum); for a saddle problem both partial
+    gradients ``grad_x`` and ``grad_y`` of every record are formed.
     """
+    from dpsco_lib.problems.least_squares import LeastSquares
+
     n = data.n
     point = _center_point(problem)
     width = problem.dx + problem.dy if isinstance(problem, SaddleProblem) else problem.d
     rows = max(1, FLOOR_BLOCK_ENTRIES // width)
     total = 0.0
+    if isinstance(problem, LeastSquares):
+        A, b = data.X, data.y
+        acc = np.zeros(width)
+        for lo in range(0, n, rows):
+            blk = A[lo:lo + rows]
+            acc += ((blk @ point - b[lo:lo + rows])[:, None] * blk).sum(axis=0)
+        return float(acc[0])
     for lo in range(0, n, rows):
         block = data[lo:lo + rows]
         if isinstance(problem, SaddleProblem):
@@ -186,9 +204,9 @@ ALGORITHMS: tuple[AlgorithmCase, ...] = (
     _case("noisy_sgd", "ls_simplex",
           lambda f, p, d, r: _private(f, p, d, r), _grad_evals("gradient_evaluations"),
           "BFTT19 defaults: T*b gradient evaluations (several epochs over the data)"),
-    _case("poly_sfw", "ls_simplex",
+    _case("poly_sfw", "ls_l1ball",
           lambda f, p, d, r: _private(f, p, d, r), _grad_evals("gradient_evaluations"),
-          "n/2 sequential single-record steps, n|V|/2 Laplace draws"),
+          "l1 ball: n/2 sequential single-record steps, n|V|/2 = n d Laplace draws"),
     _case("private_vr_frank_wolfe", "ls_simplex", lambda f, p, d, r: _private(f, p, d, r),
           _grad_evals("gradient_evaluations")),
     _case("gg_vr_sfw_naive", "ls_lp",

@@ -154,6 +154,7 @@ def bench_algorithms(
     ``on_size(rows, floors)``, if given, is called after each size (the CLI saves partial results with it).
     """
     cases = [c for c in bc.ALGORITHMS if names is None or c.name in names or c.name.split(" ")[0] in names]
+    order = {c.name: k for k, c in enumerate(cases)}
     rows: list[dict[str, Any]] = []
     floors: list[dict[str, Any]] = []
     for n, d in sizes:
@@ -182,6 +183,9 @@ def bench_algorithms(
             rows += kind_rows
             floors.append(floor_row)
             gc.collect()
+        # rows of a size in the order of bc.ALGORITHMS, whatever problem each case runs on
+        done = len(rows) - sum(1 for r in rows if (r["n"], r["d"]) == (n, d))
+        rows[done:] = sorted(rows[done:], key=lambda r: order[r["name"]])
         if on_size is not None:
             on_size(rows, floors)
     return rows, floors
@@ -532,6 +536,10 @@ def run_benchmarks(
     """Run the suite and return the results dictionary (schema ``dpsco-bench/1``; see :func:`validate_results`)."""
     started = time.perf_counter()
     rows, floors = bench_algorithms(sizes, algorithms, repeats, memory, seed, log=log, on_size=on_size)
+    for r in rows:
+        if r["status"] == "ok" and (r["n"], r["d"]) == (ACCEPTANCE["n"], ACCEPTANCE["d"]):
+            log(f"target at n={r['n']}, d={r['d']}: {r['name']} {r['ratio']:.2f} x floor wall, {r['cpu_ratio']:.2f} x "
+                f"CPU (max {ACCEPTANCE['max_ratio']:g})")
     acc = bench_accountant() if accountant else []
     for r in acc:
         log(f"accountant {r['query']}: ours {r['ours_seconds']:.4f} s, dp-accounting "

@@ -6,12 +6,14 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from dpsco_lib.algorithms.poly_sfw import (
     poly_sfw_sensitivities,
     poly_sfw_theory_params,
     run_poly_sfw,
     run_poly_sfw_reference,
+    standard_laplace,
 )
 from dpsco_lib.geometry.sets import L1Ball, Polytope, Simplex
 from dpsco_lib.privacy.accounting import advanced_composition_epsilon
@@ -87,8 +89,9 @@ def test_sensitivity_bound_holds_on_adversarial_neighbours(where):
 
 
 def test_theory_params_and_accountants():
-    p = poly_sfw_theory_params(10_000, 200, 1.0, 1e-6, 3.0, 1.0, 2.0)
+    p = poly_sfw_theory_params(10_000, 200, 1.0, 1e-6, 3.0, 1.0, 2.0, accountant="advanced")
     assert p.T == 5000 and p.batch_size == 5000 and p.n_selections == 5001 and p.accountant == "advanced"
+    assert poly_sfw_theory_params(10_000, 200, 1.0, 1e-6, 3.0, 1.0, 2.0).accountant == "best"  # the default
     assert p.step_size == pytest.approx(math.log(10_000 / math.log(200)) / 5000)
     assert p.as_dict()["eps0"] == p.eps0
     # advanced: the exact DRV solver meets the target with equality (to rounding) and never exceeds it
@@ -300,3 +303,33 @@ def test_non_polytope_rejected():
 
 def test_simplex_set_type():
     assert isinstance(hard_least_squares(1.0, 5).feasible_set, Simplex)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the report-noisy-min noise (standard_laplace)
+# ---------------------------------------------------------------------------------------------------------
+def test_standard_laplace_blocks_equal_rows_and_stay_bounded():
+    # elementwise on the generator's words: a block of rows drawn at once equals the rows drawn one by one, bit
+    # for bit (what lets the fast loop draw a block of steps and the reference one step at a time)
+    block = standard_laplace(np.random.default_rng(3), (6, 11))
+    rng = np.random.default_rng(3)
+    rows = np.stack([standard_laplace(rng, 11) for _ in range(6)])
+    assert block.shape == (6, 11) and block.dtype == np.float64
+    assert block.tobytes() == rows.tobytes()
+    # one 64-bit word per draw, as Generator.random: both generators end in the same state
+    a, b = np.random.default_rng(5), np.random.default_rng(5)
+    standard_laplace(a, 17)
+    b.random(17)
+    assert a.bit_generator.state == b.bit_generator.state
+    z = standard_laplace(np.random.default_rng(0), 200_000)
+    assert np.isfinite(z).all() and np.abs(z).max() <= 52 * math.log(2) + 1e-12
+
+
+@pytest.mark.statistical
+def test_standard_laplace_law():
+    # Kolmogorov-Smirnov against Lap(1) and the sign balance; false alarm 1e-3 per check
+    z = standard_laplace(np.random.default_rng(2026), 400_000)
+    assert stats.kstest(z, stats.laplace.cdf).pvalue > 1e-3
+    assert stats.binomtest(int((z > 0).sum()), z.size, 0.5).pvalue > 1e-3
+    # the far tail (|Z| > 8: probability e^-8 = 3.4e-4) has its exact rate
+    assert stats.binomtest(int((np.abs(z) > 8).sum()), z.size, math.exp(-8)).pvalue > 1e-3
