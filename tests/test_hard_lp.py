@@ -117,12 +117,14 @@ def test_alpha_family_and_rate_exponent():
     assert lp.private_rate_exponent([10**4, 10**5], 0.75, 1.0) > -0.75
     with pytest.raises(ValueError):
         lp.private_rate_exponent([1000], 1.0, 1.0)
+    lo, hi = lp.private_rate_range([2000, 4000, 8000], 1.0, 1.0, 2.0)
+    assert lo <= lp.private_rate_exponent([2000, 4000, 8000], 1.0, 1.0) <= hi and hi - lo < 0.05
 
 
 @pytest.mark.parametrize("variant", ["naive", "tree"])
 def test_f3_family_run_and_calibration_pair(variant):
     out = lp.f3_family_run(rng=np.random.default_rng(0), variant=variant, n=4000, d=10, p=1.5, alpha=0.25)
-    assert set(out) == {"excess", "trivial", "lower_bound", "certified_eps"}
+    assert set(out) == {"excess", "trivial", "lower_bound", "certified_eps", "kappa"}
     assert out["certified_eps"] <= 1.0 + 1e-12 and 0 < out["excess"] <= 2 * out["trivial"] + 1e-12
     hyper = {"depth": 3} if variant == "tree" else {}
     pair = lp.calibration_pair(variant, n=4000, d=10, p=1.5, epsilon=1.0, rng=np.random.default_rng(1), **hyper)
@@ -145,7 +147,7 @@ def _synthetic(slope, ns=(1000, 2000, 4000, 8000), alphas=(1.0, 0.5, 0.25, 0.125
 
 
 def test_check_f3_rates_passes_the_rate_and_fails_another():
-    expected = lp.private_rate_exponent([1000, 2000, 4000, 8000], 1.0, 1.0)
+    expected = lp.private_rate_exponent([1000, 2000, 4000, 8000], 1.0, 1.0)  # kappa 2 (the default) is used
     v = Verdict("t")
     fit = lp.check_f3_rates(v, _synthetic(expected), variant="tree", epsilon=1.0, rng=np.random.default_rng(0),
                             n_boot=200)
