@@ -227,3 +227,42 @@ def test_canary_mu_gdp_audit_and_broken_variant():
     bad = mu_gdp_lower_bound(mech(0.5), Dp, D, np.asarray, 0.5, 8000, 0.05, np.random.default_rng(2),
                              claimed_mu=1 / sigma)
     assert bad.violation, bad.mu_lower_bound
+
+
+@pytest.mark.statistical
+def test_subsampled_step_audit_catches_halved_noise_and_doubled_sampling_rate():
+    """One Poisson-subsampled DP-SGD step (q = 1/2, clip 1, add/remove): D = 4 zero records, D' = D + a canary of
+    gradient norm 1, so the release is N(0, sigma^2) against (1/2) N(0, sigma^2) + (1/2) N(1, sigma^2). A threshold
+    audit (event {x > 1.5}, 20000 runs per world, Clopper-Pearson, false-alarm probability 1e-3 per audit) at
+    delta = 0.05 stays below the run's certificate there; the audit catches a step whose noise is half the
+    calibrated one, and a step that samples at rate 1 while its ledger (and noise) certify q = 1/2."""
+    from dpsco_lib.privacy.audit import epsilon_lower_bound
+
+    q, delta_audit = 0.5, 0.05
+    eps = dp_sgd_epsilon_pld(1.0, sampling_rate=q, steps=1, delta=1e-5)
+    kw = dict(epsilon=eps, delta=1e-5, steps=1, clip=1.0, step_size=1.0, normalizer=1.0, x0=np.zeros(1),
+              accountant="pld")
+    D, Dp = Dataset(np.zeros((4, 1))), Dataset(np.vstack([np.zeros((4, 1)), [[1.0]]]))
+    ref = run_dp_sgd(_Linear(1), D, rng=np.random.default_rng(0), sampling_rate=q, **kw)
+    sigma, claim = ref.params["noise_multiplier"], ref.certified_epsilon(delta_audit)
+    assert sigma == pytest.approx(1.0, rel=1e-2) and ref.relation == "add_remove"
+    sigma_rate1 = run_dp_sgd(_Linear(1), D, rng=np.random.default_rng(0), sampling_rate=1.0, **kw).params[
+        "noise_multiplier"]
+
+    def mech(rate, factor):
+        def run(data, rng, size):
+            return np.array([run_dp_sgd(_Linear(1), data, rng=rng, sampling_rate=rate, _noise_factor=factor,
+                                        **kw).x[0] for _ in range(size)])
+
+        return run
+
+    def audit(rate, factor, s):
+        return epsilon_lower_bound(mech(rate, factor), Dp, D, np.asarray, 1.5, 20_000, 1e-3,
+                                   np.random.default_rng(s), delta=delta_audit, claimed_epsilon=claim)
+
+    ok = audit(q, 1.0, 1)
+    assert not ok.violation, (ok.epsilon_lower_bound, claim)
+    half = audit(q, 0.5, 2)
+    assert half.violation, (half.epsilon_lower_bound, claim)
+    rate = audit(1.0, sigma / sigma_rate1, 3)  # samples at 2q with the noise calibrated for q
+    assert rate.violation, (rate.epsilon_lower_bound, claim)

@@ -1,0 +1,66 @@
+"""Tests of dpsco_lib.experiments.lecture_checks (Spec D1, D4 experiment helpers of notebook 14)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpsco_lib.experiments import delta_for_n
+from dpsco_lib.experiments import lecture_checks as lc
+
+
+def test_replace_one_target_inverts_the_group_of_two_conversion():
+    e, d = lc.replace_one_target(1.0, 1e-5)
+    assert e == 0.5
+    assert 2 * e == 1.0 and (1 + math.exp(e)) * d == pytest.approx(1e-5, rel=1e-12)
+    with pytest.raises(ValueError, match="delta"):
+        lc.replace_one_target(1.0, 0.0)
+
+
+def test_replace_one_certificate_of_a_calibrated_dp_sgd_run_meets_the_target():
+    runs = lc.d4_calibration_runs(400, 5, 0.2, rng=np.random.default_rng(0))
+    rows = lc.replace_one_rows(runs, 1.0, delta_for_n(400))
+    for row in rows:
+        assert row["relation"] == "add_remove"
+        assert row["certified eps"] <= 0.5 * (1 + 1e-9)
+        assert 0.5 < row["replace-one eps"] <= 1.0 * (1 + 1e-9)
+    with pytest.raises(ValueError, match="add_remove"):
+        lc.replace_one_certificate(object(), 1e-5)
+
+
+def test_local_slope_and_worst_values():
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    assert lc.local_slope(x, 3 * x**-0.75) == pytest.approx(-0.75)
+    recs = [{"n": n, "g": g, "y": y} for n in (1, 2) for g, y in (("a", 1.0 * n), ("b", 2.0 / n))]
+    xs, vals = lc.worst_values(recs, "n", "y", "g")
+    assert xs == [1, 2] and vals == [[2.0], [2.0]]
+
+
+def test_d1_exponent_range_brackets_the_pure_exponent():
+    lo, hi = lc.d1_exponent_range([16, 64, 256], vary="d", fixed=2000, method="laplace")
+    assert lo < hi == 1.5
+    lo, hi = lc.d1_exponent_range([500, 4000, 32000], vary="n", fixed=64, method="gaussian")
+    assert lo == -1.0 and -1.0 < hi < -0.5
+    with pytest.raises(ValueError, match="vary"):
+        lc.d1_exponent_range([1, 2], vary="x", fixed=2, method="laplace")
+
+
+@pytest.mark.statistical
+def test_d1_error_matches_its_exact_rms():
+    """200 replicates: the mean squared error is within 25% of the exact RMS^2 (chi-square-like, relative s.e. ~ 10%
+    at d = 16; false alarm below 1e-3)."""
+    rng = np.random.default_rng(3)
+    for m in ("laplace", "gaussian"):
+        err = [lc.d1_error_task(rng=rng, d=16, n=500, method=m, amp=0.5)["error"] for _ in range(200)]
+        pred = lc.d1_predicted_rms(16, 500, m, 0.5)
+        assert np.mean(np.square(err)) == pytest.approx(pred**2, rel=0.25)
+    with pytest.raises(ValueError, match="method"):
+        lc.d1_error_task(rng=rng, d=2, n=10, method="x", amp=0.0)
+
+
+def test_d4_bound_and_step_size_are_consistent():
+    sigma = 2.0
+    eta = lc.d4_step_size(1000, 10, 0.04, 25, sigma)
+    assert lc.d4_bound(1000, 10, sigma) == pytest.approx(2.0 * 2.0 / (eta * 25), rel=1e-12)
