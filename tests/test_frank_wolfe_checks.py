@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpsco_lib.experiments import frank_wolfe_checks as fc
 from dpsco_lib.experiments.frank_wolfe_checks import (
     bound_terms,
     calibration_runs,
@@ -56,3 +57,16 @@ def test_calibration_runs_certify_and_gain(alg):
     assert gain > 1.0
     with pytest.raises(ValueError, match="alg"):
         calibration_runs("noisy_sgd", 4000, 3, 1.0, np.random.default_rng(1))
+
+
+def test_poly_sfw_exponent_range_brackets_the_closed_form_bound() -> None:
+    ns = [6e4, 1.2e5, 2.4e5, 4.8e5]
+    lo, hi = fc.poly_sfw_exponent_range(ns, d=2, eps=2.0)
+    closed = fc.bound_exponent("poly_sfw", ns, vary="n", d=2, eps=2.0)
+    assert lo == -0.5 and closed <= hi < -0.3  # the closed form is one member of the family; all decay
+    narrow = fc.poly_sfw_exponent_range(ns, d=2, eps=2.0, log_scales=(1.0,), accountants=("paper",))[1]
+    assert abs(narrow - closed) < 0.01  # the paper's eps0 reproduces the closed form's slope
+    with pytest.raises(ValueError, match="ns"):
+        fc.poly_sfw_exponent_range([1e4], d=2, eps=2.0)
+    with pytest.raises(ValueError, match="log_scales"):
+        fc.poly_sfw_exponent_range(ns, d=2, eps=2.0, log_scales=(0.0,))

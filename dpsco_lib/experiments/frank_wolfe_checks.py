@@ -32,7 +32,7 @@ import numpy as np
 
 from dpsco_lib._validation import check_epsilon, check_int, check_positive
 from dpsco_lib.algorithms.noisy_sgd import run_noisy_sgd
-from dpsco_lib.algorithms.poly_sfw import run_poly_sfw
+from dpsco_lib.algorithms.poly_sfw import poly_sfw_theory_params, run_poly_sfw
 from dpsco_lib.algorithms.vr_frank_wolfe import run_private_vr_frank_wolfe
 from dpsco_lib.experiments.tables import delta_for_n
 from dpsco_lib.problems.hard_linear import hard_linear
@@ -41,6 +41,7 @@ from dpsco_lib.problems.least_squares import hard_least_squares
 __all__ = [
     "ALGORITHMS",
     "bound_exponent",
+    "poly_sfw_exponent_range",
     "calibration_runs",
     "fit_worst",
     "bound_terms",
@@ -68,8 +69,11 @@ def _check_alg(alg: str) -> str:
 
 
 def bound_terms(alg: str, n: float, d: int, eps: float, *, L0: float = 1.0, L1: float = 0.0,
-                D: float = 2.0, p: float = 1.0) -> tuple[float, float]:
+                D: float = 2.0, p: float = 1.0, log_scale: float = 1.0) -> tuple[float, float]:
     r"""(statistical, privacy) terms of the theorem's bound, constant 1, at ``delta = n^-1.1`` (module docstring).
+
+    ``log_scale`` is the constant ``c`` inside Poly-SFW's logarithm :math:`\ln(c\,n/\ln|V|)`, which the theorem
+    fixes only up to a constant factor (default 1).
 
     ``L0, L1, D`` are the setup's constants (the hard linear family: 1, 0, 2). For S2 on an l1 problem
     (``p = 1``) the l2 constants are ``L0_2 = sqrt(d) L0`` and ``D_2 = D`` (the l1 ball of radius ``D/2`` has
@@ -83,8 +87,10 @@ def bound_terms(alg: str, n: float, d: int, eps: float, *, L0: float = 1.0, L1: 
     eps = check_epsilon(eps)
     log_delta = 1.1 * math.log(n)
     log_v = math.log(2 * d)
+    log_scale = check_positive(log_scale, "log_scale")
     if alg == "poly_sfw":
-        return 0.0, (L1 * D * D + L0 * D) * log_v * math.log(n / log_v) * math.sqrt(log_delta) / (eps * math.sqrt(n))
+        log_n = math.log(log_scale * n / log_v)
+        return 0.0, (L1 * D * D + L0 * D) * log_v * log_n * math.sqrt(log_delta) / (eps * math.sqrt(n))
     if alg == "tree_fw":
         scale = L0 * D + L1 * D * D
         return (scale * math.sqrt(log_v / n) * math.log(n),
@@ -94,19 +100,53 @@ def bound_terms(alg: str, n: float, d: int, eps: float, *, L0: float = 1.0, L1: 
 
 
 def bound_exponent(alg: str, xs: Sequence[float], *, vary: str, n: float = 0.0, d: int = 0, eps: float,
-                   p: float = 1.0) -> float:
+                   p: float = 1.0, log_scale: float = 1.0) -> float:
     """Local exponent of the theorem's bound over a grid: the OLS slope of ``log B`` against ``log x``.
 
-    ``vary`` is ``"n"`` (``xs`` are sample sizes at dimension ``d``) or ``"d"`` (``xs`` are dimensions at ``n``).
+    ``vary`` is ``"n"`` (``xs`` are sample sizes at dimension ``d``) or ``"d"`` (``xs`` are dimensions at ``n``);
+    ``log_scale``: see :func:`bound_terms`.
     """
     if vary not in ("n", "d"):
         raise ValueError(f"vary must be 'n' or 'd', got {vary!r}")
     xs = np.asarray(xs, dtype=float)
     if xs.size < 2:
         raise ValueError(f"xs must hold at least two grid points, got {xs.size}")
-    vals = [sum(bound_terms(alg, x, d, eps, p=p)) if vary == "n" else sum(bound_terms(alg, n, int(x), eps, p=p))
-            for x in xs]
+    vals = [sum(bound_terms(alg, x, d, eps, p=p, log_scale=log_scale)) if vary == "n"
+            else sum(bound_terms(alg, n, int(x), eps, p=p, log_scale=log_scale)) for x in xs]
     return float(np.polyfit(np.log(xs), np.log(vals), 1)[0])
+
+
+def poly_sfw_exponent_range(ns: Sequence[float], *, d: int, eps: float,
+                            log_scales: Sequence[float] = (0.25, 4.0),
+                            accountants: Sequence[str] = ("paper", "best")) -> tuple[float, float]:
+    r"""Predicted range of Poly-SFW's worst-case exponent in ``n`` over the grid ``ns`` (Spec F1; BGN21).
+
+    The privacy term of the bound is :math:`\ln|V|\,\ln(c\,n/\ln|V|)/(\varepsilon_0 T)` up to the setup's
+    constants, with :math:`T` selections of budget :math:`\varepsilon_0` each. Under the paper's rule
+    :math:`\varepsilon_0 \propto \varepsilon/\sqrt{T\ln(1/\delta)}` this is the closed form of
+    :func:`bound_terms`; a run calibrated by another valid accountant has its own :math:`\varepsilon_0(T, \delta)`
+    (the theorem's analysis holds for any :math:`\varepsilon_0` whose composition certifies the target), and the
+    theorem fixes the constant :math:`c` inside the logarithm only up to a constant factor. Returns
+    ``(-1/2, s)``: from the pure power to the shallowest local slope ``s`` of that term over the grid, over the
+    given ``log_scales`` (values of :math:`c`) and ``accountants`` (with :math:`\delta = n^{-1.1}`, the
+    family's constants 1, 0, 2 and :math:`|V| = 2d`).
+    """
+    xs = np.asarray(ns, dtype=float)
+    if xs.size < 2 or np.any(xs < 2):
+        raise ValueError(f"ns must hold at least two sample sizes >= 2, got {list(ns)}")
+    d = check_int(d, "d", lo=1)
+    eps = check_epsilon(eps)
+    log_v = math.log(2 * d)
+    slopes = []
+    for acc in accountants:
+        prm = [poly_sfw_theory_params(int(n), 2 * d, eps, delta_for_n(int(n)), 1.0, 0.0, 2.0, accountant=acc)
+               for n in xs]
+        scale = np.array([p.eps0 * p.T for p in prm])
+        for c in log_scales:
+            c = check_positive(c, "log_scales")
+            term = log_v * np.log(c * xs / log_v) / scale
+            slopes.append(float(np.polyfit(np.log(xs), np.log(term), 1)[0]))
+    return -0.5, max(slopes)
 
 
 def gamma_for(alg: str, n: int, d: int, eps: float, mult: float, *, p: float = 1.0) -> float:
