@@ -464,3 +464,53 @@ def _lap(v, rng, size):
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Exact bounds on delta(eps) by randomized rounding, and the half-noise audit of the GG mechanism (G1)
+# ---------------------------------------------------------------------------------------------------------
+def test_monte_carlo_delta_interval_exact_ends_and_validation():
+    # L = +inf everywhere: W = 1, every rounding variable succeeds -> lower = alpha^(1/n), upper = 1
+    iv = A.monte_carlo_delta_interval(np.full(50, np.inf), 1.0, alpha=0.01, rng=_rng(0))
+    assert iv.successes == 50 and iv.upper == 1.0 and iv.lower == pytest.approx(0.01 ** (1 / 50), rel=1e-10)
+    # L <= eps everywhere: W = 0 -> lower = 0, upper = 1 - alpha^(1/n)
+    iv = A.monte_carlo_delta_interval(np.zeros(200), 1.0, alpha=0.01, rng=_rng(0))
+    assert iv.successes == 0 and iv.lower == 0.0 and iv.upper == pytest.approx(1 - 0.01 ** (1 / 200), rel=1e-10)
+    with pytest.raises(ValueError, match="alpha"):
+        A.monte_carlo_delta_interval(np.zeros(3), 1.0, alpha=1.5, rng=_rng(0))
+    with pytest.raises(ValueError, match="NaN"):
+        A.monte_carlo_delta_interval(np.array([0.0, np.nan]), 1.0, alpha=0.1, rng=_rng(0))
+    with pytest.raises(ValueError, match="epsilon"):
+        A.monte_carlo_delta_interval(np.zeros(3), -1.0, alpha=0.1, rng=_rng(0))
+
+
+@pytest.mark.statistical
+def test_monte_carlo_delta_interval_covers_the_exact_gaussian_profile():
+    """Gaussian shift mu = 1: delta(0.5) is known in closed form (Balle-Wang). Over 40 independent intervals at
+    alpha = 0.05 per side the number of misses is Binomial(40, <= 0.1); more than 12 misses has probability
+    below 1e-4 (the stated false-alarm probability)."""
+    rng = _rng(7)
+    exact = M.gaussian_delta_analytic(1.0, sensitivity=1.0, epsilon=0.5)
+    misses = 0
+    for _ in range(40):
+        z = rng.normal(size=4000)
+        loss = z + 0.5  # L = ln p(Y)/q(Y) = Y - 1/2 for Y = 1 + Z ~ N(1, 1) against N(0, 1)
+        iv = A.monte_carlo_delta_interval(loss, 0.5, alpha=0.05, rng=rng)
+        misses += not (iv.lower <= exact <= iv.upper)
+    assert misses <= 12
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize(("d", "q"), [(10, 2.0), (100, 4.0)])
+def test_half_noise_gg_is_caught_and_the_correct_one_is_not(d, q):
+    """The GG release calibrated by gg_sigma_exact for (1, 1e-4) and a broken copy with sigma/2, all-ones shift
+    (notebook 04). False-alarm probability: the correct mechanism is flagged only if the exact lower bound on its
+    delta(1) exceeds 1e-4, probability <= 1e-3. Power: the broken copy's delta(1) is about 2.9e-3 (q = 2) and
+    3.6e-4 (q = 4, d = 100); with n = 150000 the expected rounding count is >= 50 against about 30 needed."""
+    from dpsco_lib.experiments.gg_checks import half_noise_audit_task
+
+    kw = dict(d=d, q=q, kind="ones", n=150_000, epsilon=1.0, delta=1e-4, alpha=1e-3)
+    ok = half_noise_audit_task(rng=_rng(11), noise_factor=1.0, **kw)
+    bad = half_noise_audit_task(rng=_rng(12), noise_factor=0.5, **kw)
+    assert not ok["flagged"] and ok["cp_upper"] <= 1e-4
+    assert bad["flagged"] and bad["cp_lower"] > 1e-4

@@ -60,12 +60,14 @@ __all__ = [
     "audit_mechanism",
     "canary_audit",
     "choose_threshold",
+    "DeltaInterval",
     "clopper_pearson",
     "epsilon_lower_bound",
     "epsilon_lower_bound_from_counts",
     "gg_log_normalizer",
     "gg_privacy_loss",
     "monte_carlo_delta",
+    "monte_carlo_delta_interval",
     "mu_gdp_lower_bound",
     "mu_gdp_lower_bound_from_counts",
     "renyi_divergence_gg_monte_carlo",
@@ -602,6 +604,67 @@ def monte_carlo_delta(privacy_loss_samples: np.ndarray, epsilon: float, *, alpha
         alpha=a,
         n_positive=k,
     )
+
+
+@dataclass(frozen=True)
+class DeltaInterval:
+    r"""Exact (Clopper-Pearson) confidence bounds on the tight :math:`\delta(\varepsilon)` of a pair of laws.
+
+    Attributes
+    ----------
+    lower, upper : float
+        One-sided bounds, each of level ``1 - alpha``: :math:`P(\delta(\varepsilon) < \text{lower}) \le \alpha`
+        and :math:`P(\delta(\varepsilon) > \text{upper}) \le \alpha`, for every true value.
+    successes : int
+        Number of successes of the randomized-rounding Bernoulli variables.
+    n : int
+    epsilon : float
+    alpha : float
+    """
+
+    lower: float
+    upper: float
+    successes: int
+    n: int
+    epsilon: float
+    alpha: float
+
+
+def monte_carlo_delta_interval(
+    privacy_loss_samples: np.ndarray, epsilon: float, *, alpha: float, rng: np.random.Generator
+) -> DeltaInterval:
+    r"""Exact confidence bounds on :math:`\delta(\varepsilon)` from privacy-loss samples (Spec G1, "Audits").
+
+    With :math:`W = (1 - e^{\varepsilon - L})_+ \in [0, 1]` (:func:`monte_carlo_delta`) and independent
+    :math:`U \sim \mathrm{Unif}(0, 1)`, the variable :math:`B = 1\{U < W\}` is Bernoulli with mean exactly
+    :math:`\mathbb E W = \delta(\varepsilon)` (randomized rounding). The one-sided Clopper-Pearson bounds on
+    the count of :math:`B` are therefore exact bounds on :math:`\delta(\varepsilon)`, valid for every true
+    value and every sample size (unlike the normal interval of :func:`monte_carlo_delta`, which fails when few
+    samples have :math:`L > \varepsilon`). A test that declares a violation of a claimed
+    :math:`(\varepsilon, \delta_0)` when ``lower > delta_0`` has false-alarm probability at most ``alpha``.
+
+    Parameters
+    ----------
+    privacy_loss_samples : array of shape (n,)
+        i.i.d. draws of :math:`L(Z)`, :math:`Z \sim P` (``+inf`` allowed).
+    epsilon : float
+        :math:`\varepsilon \ge 0`.
+    alpha : float
+        In (0, 1): the failure probability of each one-sided bound.
+    rng : numpy.random.Generator
+        Source of the rounding variables :math:`U`.
+    """
+    lv = check_array(privacy_loss_samples, "privacy_loss_samples", ndim=1, finite=False)
+    if np.any(np.isnan(lv)) or np.any(lv == -np.inf):
+        raise ValueError("privacy_loss_samples must not contain NaN or -inf")
+    eps = check_positive(epsilon, "epsilon", allow_zero=True)
+    a = _check_alpha(alpha)
+    gen = check_rng(rng)
+    with np.errstate(over="ignore"):
+        w = np.maximum(0.0, -np.expm1(eps - lv))
+    k = int(np.sum(gen.random(lv.size) < w))
+    lo, hi = _cp_bounds(np.array([k]), lv.size, 2.0 * a)  # two-sided level 2 alpha = one-sided alpha each
+    return DeltaInterval(lower=float(lo[0]), upper=float(hi[0]), successes=k, n=int(lv.size), epsilon=eps, alpha=a)
 
 
 def _check_q(q: float) -> float:
