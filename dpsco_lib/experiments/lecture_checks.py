@@ -164,12 +164,13 @@ def d1_exponent_range(x_grid: Sequence[int], *, vary: str, fixed: int, method: s
 
 
 def worst_fit(records: Sequence[Mapping[str, Any]], x: str, y: str, label: str, *, rng: np.random.Generator,
-              n_boot: int, where: Mapping[str, Any] | None = None, statistic: str = "median") -> Any:
+              n_boot: int, where: Mapping[str, Any] | None = None, statistic: str = "median",
+              level: float = 0.95) -> Any:
     """:func:`fit_loglog_slope` of the ``statistic`` (median or mean) of ``y`` against ``x``, worst case over the
     instance ``label``, on the records matching ``where``."""
     rr = [r for r in records if all(r[k] == v for k, v in (where or {}).items())]
     return fit_loglog_slope([r[x] for r in rr], [r[y] for r in rr], rng=rng, statistic=statistic, n_boot=n_boot,
-                            worst_over=[r[label] for r in rr])
+                            level=level, worst_over=[r[label] for r in rr])
 
 
 def median_ratio_at(records: Sequence[Mapping[str, Any]], where: Mapping[str, Any], y: str = "error",
