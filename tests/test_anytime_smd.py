@@ -334,3 +334,15 @@ def test_bad_problem_and_data(ls):
         alg5_theory_params(100, n_vertices=10, epsilon=1.0, delta=1e-6, L0=1.0, L1=1.0, L2=math.inf,
                            regime="second_order")
     assert isinstance(prob.feasible_set, Simplex)
+
+
+def test_design_table_rdp_16_nodes_per_decade_interpolates_the_exact_budget():
+    """The design search reads RDP's per-draw budget from 16 nodes per decade (the others 64): log-log
+    interpolation between nodes stays within 1e-3 of the exact calibration; the run's eps0 is exact."""
+    import dpsco_lib.algorithms.anytime_smd as am
+
+    lk, le = am._eps0_table(1.0, 1e-5, "rdp", 3)
+    assert lk.size <= 3 * 16 + 1 and am._PER_DECADE.get("advanced", am._PER_DECADE_DEFAULT) == 64
+    for k in (7, 55, 333):
+        exact = per_step_epsilon(1.0, 1e-5, k, accountant="rdp", mechanism="exponential").value
+        assert math.exp(float(np.interp(math.log(k), lk, le))) == pytest.approx(exact, rel=1e-3)

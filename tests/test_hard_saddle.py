@@ -115,6 +115,29 @@ def test_a5_task_runs_and_certifies():
     assert out["certified"] <= 1.0 + 1e-12 and 0 <= out["gap_0_0"] <= out["trivial_0"] * 4 / 3 + 1e-12
 
 
+def test_tasks_default_to_the_tightest_accountant_and_record_the_bound():
+    from dpsco_lib.algorithms.private_smd_saddle import alg1_theory_params
+
+    out = sc.a1_gap_task(rng=np.random.default_rng(0), regime="second_order", n=600, d=4, margins=[1.0],
+                         epsilon=1.0, runs=1, reps=1)
+    g = sc.a1_declared("second_order", 4, 1.0)
+    p = alg1_theory_params(600, d=(4, 4), epsilon=1.0, delta=out["delta"], L0=g.L0, L1=g.L1, L2=g.L2,
+                           regime="second_order", accountant="best")
+    assert (out["K"], out["T"], out["eps0"], out["bound"]) == (p.K, p.T, p.eps0, p.bound)
+
+
+def test_predicted_ranges_span_the_exponent_and_the_local_slope_of_the_bound():
+    # bound = C m^-0.4 (1 + 2 m^-0.5): its least-squares local slope lies below -0.4, the range spans both
+    ms = np.array([100.0, 400.0, 1600.0])
+    recs = [{"regime": "r", "m": m, "bound": 3 * m**-0.4 * (1 + 2 / math.sqrt(m))} for m in ms for _ in range(2)]
+    p = sc.predicted_ranges(recs, {"r": -0.4})["r"]
+    local = np.polyfit(np.log(ms), np.log(3 * ms**-0.4 * (1 + 2 / np.sqrt(ms))), 1)[0]
+    assert p["local"] == pytest.approx(local) and p["local"] < -0.4
+    assert (p["lo"], p["hi"], p["asymptotic"]) == (p["local"], -0.4, -0.4)
+    pure = sc.predicted_ranges([{"regime": "r", "m": m, "bound": m**-0.5} for m in ms], {"r": -0.5})["r"]
+    assert pure["lo"] == pytest.approx(-0.5) and pure["hi"] == pytest.approx(-0.5)
+
+
 def test_pairwise_separated():
     mk = lambda s, lo, hi: SlopeFit(s, 0.0, lo, hi, 0.95, 3, 100, "median")  # noqa: E731
     rows = sc.pairwise_separated({"a": mk(-0.5, -0.52, -0.48), "b": mk(-0.4, -0.41, -0.39), "c": mk(-0.38, -0.395,
