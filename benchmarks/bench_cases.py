@@ -23,8 +23,8 @@ Problems (records are generated in row blocks into one preallocated float64 matr
 
 The *sweep-scaling* case reproduces one real paper sweep of the book, the Algorithm 1 gap-vs-``n`` sweep of
 ``notebooks/09_private_smd_saddle.ipynb`` (Spec A1, Thm 3.1 of [GGP24]): :func:`sweep_gap_vs_n` is that
-notebook's ``gap_vs_n`` task, rebuilt from the same library calls, and :func:`sweep_grid` its paper grid
-(``SWEEP_N_GRID``, 13 points), run with the paper profile's replicates and the notebook's default seed.
+notebook's task (``smd_checks.a1_gap_task`` with the notebook's constants, one replicate per task) and
+:func:`sweep_grid` its paper grid (15 points); the notebook runs ``SWEEP_SEEDS`` replicates from ``SWEEP_SEED``.
 
 The *streaming* case (:func:`stream_poly_sfw`) runs Poly-SFW on ``STREAM_N = 1e7`` records of dimension 100 read
 from ``problem.stream`` in blocks (never all in memory) and measures its wall time, peak RSS and excess risk.
@@ -254,65 +254,52 @@ def is_problem(obj: Any) -> bool:
 # ------------------------------------------------------------------------------------------ sweep scaling
 #: The default ``seed`` of notebook 09's parameters cell (its sweep's ``base_seed``).
 SWEEP_SEED = 20261122
-#: ``DELTA`` of notebook 09.
-SWEEP_DELTA = 1e-6
-#: regime -> (game, dx = dy, epsilon): notebook 09's ``GAMES``.
-SWEEP_GAMES: dict[str, tuple[str, int, float]] = {
-    "quadratic": ("bilinear", 20, 1.0),
-    "second_order": ("softmax", 10, 8.0),
-    "first_order": ("quadratic", 10, 16.0),
-}
-#: regime -> sample sizes: notebook 09's ``N_GRID`` at the paper profile.
-SWEEP_N_GRID: dict[str, tuple[int, ...]] = {
-    "quadratic": (2000, 4000, 8000, 16000, 32000),
-    "second_order": (8000, 20000, 51000, 128000),
-    "first_order": (16000, 40000, 101000, 256000),
-}
-SWEEP_SOURCE = ("notebooks/09_private_smd_saddle.ipynb, sweep 'gap vs n' (Spec A1): Algorithm 1 "
-                "(run_private_smd_saddle) at its theory defaults on three games, paper grid, paper replicates")
+#: Notebook 09's regimes, in its order (``smd_checks.A1_EXPONENTS``).
+SWEEP_REGIMES: tuple[str, ...] = ("quadratic", "second_order", "first_order")
+#: Notebook 09's paper ``N_GRID`` (the same for every regime).
+SWEEP_N: tuple[int, ...] = (4000, 10000, 25000, 64000, 160000)
+#: regime -> sample sizes (every regime runs the whole ``SWEEP_N``).
+SWEEP_N_GRID: dict[str, tuple[int, ...]] = {r: SWEEP_N for r in SWEEP_REGIMES}
+#: The constant entries of every grid point of notebook 09's sweep: ``D``, ``MARGINS``, ``EPS``, runs per
+#: replicate and one replicate per task (the replicates are the sweep's seeds).
+SWEEP_POINT: dict[str, Any] = {"d": 10, "margins": [0.25, 0.5, 1.0], "epsilon": 1.0, "runs": 8, "reps": 1}
+#: Notebook 09's paper ``REPS``: the sweep's ``seeds``.
+SWEEP_SEEDS = 5
+SWEEP_SOURCE = ("notebooks/09_private_smd_saddle.ipynb, sweep 'gap vs n' (Spec A1): Algorithm 1 at eps = 1, "
+                "delta = n^-1.1 on the planted-vertex family (three margins, 8 runs per replicate), three regimes, "
+                "paper grid, paper replicates")
 
 
-def _sweep_game(kind: str, d: int, seed: int = SWEEP_SEED) -> Any:
-    """Notebook 09's ``make_game``: the game is a fixed function of (seed, d, kind), rebuilt in every task."""
-    from dpsco_lib.problems.games import random_bilinear_game, random_quadratic_game, random_softmax_game
+def sweep_gap_vs_n(*, rng: np.random.Generator, regime: str, n: int, d: int = 10,
+                   margins: Any = (0.25, 0.5, 1.0), epsilon: float = 1.0, runs: int = 8,
+                   reps: int = 1) -> dict[str, Any]:
+    r"""Notebook 09's sweep task: one replicate of :func:`~dpsco_lib.experiments.smd_checks.a1_gap_task`.
 
-    r = np.random.default_rng([seed, d, len(kind)])
-    if kind == "bilinear":
-        return random_bilinear_game(d, d, r)
-    if kind == "softmax":
-        return random_softmax_game(d, d, r)
-    return random_quadratic_game(d, d, r)
-
-
-def sweep_gap_vs_n(*, rng: np.random.Generator, regime: str, n: int) -> dict[str, Any]:
-    r"""Notebook 09's ``gap_vs_n`` task: the population duality gap of Algorithm 1 on ``n`` fresh records.
-
-    Draws ``n`` records of the regime's game, runs :func:`~dpsco_lib.algorithms.private_smd_saddle.
-    run_private_smd_saddle` at ``(epsilon, delta = 1e-6)`` and its theory defaults (Spec A1; Thm 3.1 of
-    [GGP24] bounds the expected gap by :math:`\tilde O(n^{-1/2})`, :math:`n^{-2/5}`, :math:`n^{-1/3}` in the
-    quadratic, second- and first-order regimes) and returns the gap with the parameters the notebook records.
+    Draws ``n`` fresh records of the planted matrix game (Spec A1; Thm 3.1 of [GGP24]), runs Algorithm 1 in
+    ``regime`` at ``eps = 1``, ``delta = n^-1.1`` under the default accountant on every margin of the family
+    (``runs`` independent runs each) and returns the exact duality gaps with the parameters the notebook
+    records.  The defaults are notebook 09's grid constants (``SWEEP_POINT``).
     """
-    if regime not in SWEEP_GAMES:
-        raise ValueError(f"regime must be one of {sorted(SWEEP_GAMES)}, got {regime!r}")
-    from dpsco_lib.algorithms.private_smd_saddle import run_private_smd_saddle
+    if regime not in SWEEP_REGIMES:
+        raise ValueError(f"regime must be one of {list(SWEEP_REGIMES)}, got {regime!r}")
+    from dpsco_lib.experiments.smd_checks import a1_gap_task
 
-    kind, d, eps = SWEEP_GAMES[regime]
-    g = _sweep_game(kind, d)
-    data = g.sample(n, rng)
-    res = run_private_smd_saddle(g, data, epsilon=eps, delta=SWEEP_DELTA, rng=rng, regime=regime)
-    p = res.params
-    return {"gap": g.duality_gap(res.x, res.y), "K": p["K"], "T": p["T"], "B": p["B"], "eta": p["eta"],
-            "eta_T": p["eta"] * p["T"], "rho": p["rho"], "bound": p["bound"], "epsilon": eps,
-            "certified_eps": res.certified_epsilon(SWEEP_DELTA)}
+    return a1_gap_task(rng=rng, regime=regime, n=n, d=d, margins=list(margins), epsilon=epsilon, runs=runs,
+                       reps=reps)
 
 
 def sweep_grid(n_grid: dict[str, tuple[int, ...]] | None = None) -> list[dict[str, Any]]:
-    """The sweep's grid points ``{"regime", "n"}`` in notebook 09's order (default: its paper grid)."""
+    """The sweep's grid points ``{"regime", "n"}`` (default: notebook 09's paper grid), regime by regime.
+
+    The notebook's grid points are these with the constant entries ``SWEEP_POINT`` (the defaults of
+    :func:`sweep_gap_vs_n`), ordered largest ``n`` first: the same tasks, with other random streams (a task's
+    generator depends on its grid point).
+    """
     n_grid = SWEEP_N_GRID if n_grid is None else n_grid
-    bad = sorted(set(n_grid) - set(SWEEP_GAMES))
+    bad = sorted(set(n_grid) - set(SWEEP_REGIMES))
     if bad:
-        raise ValueError(f"n_grid regimes must be among {sorted(SWEEP_GAMES)}, got {bad}")
-    return [{"regime": r, "n": int(n)} for r in SWEEP_GAMES if r in n_grid for n in n_grid[r]]
+        raise ValueError(f"n_grid regimes must be among {list(SWEEP_REGIMES)}, got {bad}")
+    return [{"regime": r, "n": int(n)} for r in SWEEP_REGIMES if r in n_grid for n in n_grid[r]]
 
 
 # ------------------------------------------------------------------------------------------ streaming

@@ -193,10 +193,9 @@ def test_records_digest_sees_one_bit(bench):
 
 
 def test_sweep_case_is_notebook_09_gap_vs_n(bench, monkeypatch, tmp_path):
-    """The benchmark task, grid and seed are notebook 09's: its own cell code, run here, gives the same records."""
+    """The benchmark task, grid and seed are notebook 09's sweep: its own cell code, run here, gives the same grid
+    points (with the notebook's constants) and the task gives the same records from the same generator."""
     import bench_cases
-
-    from dpsco_lib.experiments import run_sweep
 
     monkeypatch.setenv("DPSCO_RESULTS_DIR", str(tmp_path))
     monkeypatch.setenv("DPSCO_NO_CACHE", "1")
@@ -206,16 +205,17 @@ def test_sweep_case_is_notebook_09_gap_vs_n(bench, monkeypatch, tmp_path):
     exec(code[0], ns)  # the parameters cell: profile = "paper", seed, n_jobs
     assert ns["profile"] == "paper" and ns["seed"] == bench_cases.SWEEP_SEED
     exec(code[1], ns)  # imports and the profile
-    cell = next(c for c in code if "def gap_vs_n" in c)
-    exec(cell[:cell.index("\ngrid = ")], ns)  # GAMES, N_GRID, make_game, gap_vs_n (not the sweeps)
-    assert ns["GAMES"] == bench_cases.SWEEP_GAMES and ns["DELTA"] == bench_cases.SWEEP_DELTA
-    assert {k: tuple(v) for k, v in ns["N_GRID"].items()} == bench_cases.SWEEP_N_GRID
-    assert [{"regime": r, "n": n} for r in ns["GAMES"] for n in ns["N_GRID"][r]] == bench_cases.sweep_grid()
-    assert ns["prof"].n_seeds == 24
-    small = bench_cases.sweep_grid({"quadratic": (300,), "second_order": (500,), "first_order": (400,)})
-    mine = run_sweep(bench_cases.sweep_gap_vs_n, small, seeds=2, base_seed=ns["seed"], n_jobs=1, progress=False)
-    theirs = run_sweep(ns["gap_vs_n"], small, seeds=2, base_seed=ns["seed"], n_jobs=1, progress=False)
-    assert bench._records_digest(mine) == bench._records_digest(theirs)
+    cell = next(c for c in code if "run_sweep(sc.a1_gap_task" in c)
+    exec(cell[:cell.index("\nrec = ")], ns)  # MARGINS, N_GRID, REPS, grid (not the sweep)
+    call = cell[cell.index("\nrec = "):].splitlines()[1]
+    assert "run_sweep(sc.a1_gap_task, grid, seeds=REPS, base_seed=seed" in call
+    full = [{**p, **bench_cases.SWEEP_POINT} for p in bench_cases.sweep_grid()]
+    assert sorted(ns["grid"], key=str) == sorted(full, key=str) and ns["REPS"] == bench_cases.SWEEP_SEEDS
+    assert tuple(ns["N_GRID"]) == bench_cases.SWEEP_N and tuple(ns["sc"].A1_EXPONENTS) == bench_cases.SWEEP_REGIMES
+    for p in bench_cases.sweep_grid({"quadratic": (300,), "second_order": (500,), "first_order": (400,)}):
+        mine = bench_cases.sweep_gap_vs_n(rng=np.random.default_rng(7), **p)
+        theirs = ns["sc"].a1_gap_task(rng=np.random.default_rng(7), **p, **bench_cases.SWEEP_POINT)
+        assert bench._records_digest([mine]) == bench._records_digest([theirs])
     with pytest.raises(ValueError, match="regime"):
         bench_cases.sweep_gap_vs_n(rng=np.random.default_rng(0), regime="cubic", n=10)
 
