@@ -205,3 +205,6 @@ def test_mirror_checks_linear_family_exact_excess_and_grid():
     ns, vals = mc.worst_member_values(recs)
     assert ns == [10.0, 20.0] and vals == [[0.3], [0.2]]
     assert mc.max_mean_over_bound(recs) == pytest.approx(0.4)
+    for p in (1.0, 2.0):  # Le Cam members gamma = c/sqrt(n): l1 planted vertex (p = 1) and the l_p family
+        r = mc.smd_lecam_task(rng=np.random.default_rng(1), p=p, d=8, c=2.0, n=400)
+        assert r["gamma"] == pytest.approx(0.1) and 0.0 <= r["excess"] <= 2 * r["gamma"] and r["bound"] > 0

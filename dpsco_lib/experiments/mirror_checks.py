@@ -9,6 +9,8 @@ any sensible method decays faster than :math:`n^{-1/2}` once :math:`n \gg \gamma
 :math:`n^{-1/2}` is attained at :math:`\gamma \asymp n^{-1/2}` (Le Cam's two-point argument with
 :math:`\pm\gamma e_1`, Nemirovski & Yudin 1983). A fixed geometric grid of :math:`\gamma` that brackets
 :math:`n^{-1/2}` over the whole range of :math:`n` makes the worst case over the family trace the minimax rate.
+The check of notebook 03 takes the members of Le Cam's construction themselves, :math:`\gamma = c/\sqrt n` for a
+fixed grid of :math:`c` (:func:`smd_lecam_task`): the instance that is hard at sample size :math:`n`.
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ import numpy as np
 from dpsco_lib._validation import check_in_range, check_int, check_positive
 from dpsco_lib.algorithms.smd import run_smd
 from dpsco_lib.geometry.norms import dual_exponent
+from dpsco_lib.problems.hard_linear import hard_linear
 from dpsco_lib.problems.hard_lp import FingerprintLinearLp
 
-__all__ = ["gamma_grid", "linear_member", "max_mean_over_bound", "smd_linear_task", "worst_member_values"]
+__all__ = ["gamma_grid", "linear_member", "max_mean_over_bound", "smd_lecam_task", "smd_linear_task",
+           "worst_member_values"]
 
 
 def linear_member(p: float, d: int, gamma: float) -> FingerprintLinearLp:
@@ -62,6 +66,24 @@ def smd_linear_task(*, rng: np.random.Generator, p: float, d: int, gamma: float,
     return {"excess": float(pr.excess_risk(res.x)), "bound": float(res.info["rate_bound"]),
             "trivial": float(pr.trivial_excess())}
 
+
+
+def smd_lecam_task(*, rng: np.random.Generator, p: float, d: int, c: float, n: int) -> dict[str, Any]:
+    r"""Single-pass SMD at the Le Cam member :math:`\gamma = c/\sqrt n` of sample size ``n``.
+
+    ``1 < p <= 2``: :func:`linear_member` (requires :math:`c \le d^{-1/q}\sqrt n`). ``p = 1``: the planted-vertex
+    linear family on the unit :math:`\ell_1` ball (:func:`~dpsco_lib.problems.hard_linear.hard_linear`, records in
+    :math:`\{\pm1\}^d`, :math:`\mathbb E z = -\gamma e_1`, excess :math:`\gamma(1 - x_1)`), run with the entropic
+    map of the :math:`2d`-vertex lift. Returns the exact excess, the theorem's bound, the trivial excess and
+    ``gamma``.
+    """
+    gamma = float(c) / math.sqrt(check_int(n, "n", lo=1))
+    if p == 1.0:
+        pr = hard_linear(check_int(d, "d", lo=2), gamma)
+        res = run_smd(pr, pr.sample(n, rng), rng=rng)
+        return {"excess": float(pr.excess_risk(res.x)), "bound": float(res.info["rate_bound"]), "trivial": gamma,
+                "gamma": gamma}
+    return smd_linear_task(rng=rng, p=p, d=d, gamma=gamma, n=n) | {"gamma": gamma}
 
 
 def worst_member_values(records: Sequence[Mapping[str, Any]], *, key: str = "excess",
