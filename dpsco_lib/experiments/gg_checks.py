@@ -358,9 +358,9 @@ def g1_measurements(*, rows_law: Sequence[Mapping[str, Any]], rec_quad: Sequence
     ``err_ratio`` (max (mean square - 4 se)/(d sigma^2)), ``q2_gauss_dev``.
     """
     js = range(len(EPS_GRID))
-    a_min = min(r["alpha"] for r in rec_mc)
-    lim = [abs(r["kappa_eff"] / kappa_limit(r["q"]) - 1) for r in rec_mc
-           if r["d"] == 1000 and r["kind"] == "ones" and r["sigma"] == 4.0 and r["alpha"] == a_min]
+    big = [r for r in rec_mc if r["d"] == 1000 and r["kind"] == "ones" and r["sigma"] == 4.0]
+    a_min = min((r["alpha"] for r in big), default=math.nan)
+    lim = [abs(r["kappa_eff"] / kappa_limit(r["q"]) - 1) for r in big if r["alpha"] == a_min]
     bw = [abs(r[f"mc_{j}"] - r[f"bw_{j}"]) / r[f"se_{j}"] for r in rec_prof if r["q"] == 2.0 for j in js
           if r[f"pos_{j}"] >= 50]
     return {
