@@ -133,3 +133,11 @@ def test_check_exponent_with_a_predicted_range(slope: float, lo: float, hi: floa
     assert v.check_exponent("rate", _fit(slope, lo, hi), expected, 0.1) is ok
     with pytest.raises(ValueError, match="range"):
         v.check_exponent("rate", _fit(slope, lo, hi), (-0.4, -0.5), 0.1)
+
+
+def test_check_exponent_without_interval_is_still_two_sided() -> None:
+    v = Verdict("t")
+    assert v.check_exponent("exact", _fit(-0.992, -0.997, -0.987), -1.0, 0.1, interval=False) is True
+    assert "point estimate" in v.rows[-1].predicted
+    assert v.check_exponent("exact", _fit(-0.85, -0.86, -0.84), -1.0, 0.1, interval=False) is False
+    assert v.check_exponent("exact", _fit(-1.15, -1.16, -1.14), -1.0, 0.1, interval=False) is False
