@@ -1,39 +1,54 @@
 r"""The rate atlas: every algorithm of the book on shared problems, with its predicted exponent (notebook 17).
 
 A registry of :class:`AtlasEntry` objects. Each entry fixes one algorithm (a ``run_<name>`` of
-:mod:`dpsco_lib.algorithms`), one problem instance and privacy level, a grid of sample sizes ``n``, the
-exponent that the algorithm's theorem predicts for the measured error in ``n`` in that regime, and a *runner*
-``runner(n, d, rng) -> dict`` returning the exact error of one run together with its privacy certificate. The
-notebook stays glue: it sweeps :func:`atlas_task` over the entries with :func:`~dpsco_lib.experiments.run_sweep`,
-fits the exponents and checks them with :func:`classify_exponent`.
+:mod:`dpsco_lib.algorithms`), one problem (a fixed instance or a family of instances), a privacy level, a grid of
+sample sizes ``n``, the exponent (or range of exponents) that the algorithm's theorem predicts for the measured
+error in ``n`` over that grid, and a *runner* ``runner(n, d, rng, member) -> dict`` returning the exact error of
+one run with its privacy certificate. The notebook stays glue: it sweeps :func:`atlas_task` over the entries
+with :func:`~dpsco_lib.experiments.run_sweep`, then :func:`atlas_table` fits the exponents and
+:func:`atlas_verdict` checks them two-sided (:meth:`~dpsco_lib.experiments.Verdict.check_exponent`).
 
-Shared problems (all with exact population objectives, so every error below is exact):
+Privacy. Every private entry runs at ``epsilon <= 2`` with ``delta = n^-1.1``
+(:func:`~dpsco_lib.experiments.delta_for_n`) under the tightest accountant (``"best"``). All algorithms are
+private under **replace-one** adjacency except DP-SGD, whose Poisson-subsampled analysis is **add/remove**: its
+entry is calibrated for the replace-one target through the explicit group-of-two conversion
+(:func:`~dpsco_lib.experiments.lecture_checks.replace_one_target`) and certified through it
+(:func:`~dpsco_lib.experiments.lecture_checks.replace_one_certificate`); its native add/remove certificate is
+reported as well. The relation is part of every certificate the atlas prints.
+
+Problems (all with exact population objectives, so every error below is exact):
 
 * ``simplex LS`` / ``l1-ball LS``: :func:`~dpsco_lib.problems.least_squares.hard_least_squares` with ``p = 1``,
-  ``c = 2`` (so ``L0 = 3``, ``L1 = 1``); the minimizer is the vertex ``e_1`` (notebooks 03 and 05);
-* ``l_1.5-ball LS``: the same family at ``p = 1.5`` (boundary optimum ``e_1``; notebook 06);
-* ``matrix game`` / ``quadratic game``: :func:`~dpsco_lib.problems.games.random_bilinear_game` and
-  :func:`~dpsco_lib.problems.games.random_quadratic_game` on simplices with rank-one Rademacher noise (the
-  instances of notebook 09); the population gap is closed form (matrix game) or solved by cvxpy (quadratic).
+  ``c = 2`` (``L0 = 3``, ``L1 = 1``), minimizer the vertex ``e_1`` (notebooks 03 and 12);
+* ``hard linear``: the hard linear family :func:`~dpsco_lib.problems.hard_linear.hard_linear` on the l1 ball, the
+  member ``gamma = mult x B(n, d)`` scaled with the theorem's own bound ``B`` (notebook 05,
+  :mod:`~dpsco_lib.experiments.frank_wolfe_checks`): the worst case over the members is fitted;
+* ``fingerprint lp``: the lower-bound construction of result F3 on the ``l_1.5`` ball, members ``alpha``
+  (notebook 06, :mod:`~dpsco_lib.experiments.lp_checks`), worst case fitted;
+* ``matrix game``: :func:`~dpsco_lib.problems.games.random_bilinear_game` on simplices with rank-one Rademacher
+  noise (notebook 09); closed-form population gap.
 
-Predicted exponents in ``n`` (Spec IDs; ``rho = log^{3/2} d sqrt(log 1/delta)/(n eps)`` for A1). Each entry stores
-the exponent of the term that governs its regime and the interval spanned by the rate's terms:
+Predictions in ``n`` (what each entry checks, two-sided; a bound that is a sum of terms with different exponents,
+or carries logarithmic factors, has a local slope between them over a finite grid):
 
 - S1 ``run_smd``: ``L0 sqrt(2 ln d / n)``: -1/2.
 - S2 ``run_noisy_sgd``, D4 ``run_dp_sgd``: ``L D2 (1/sqrt n + sqrt(d ln 1/delta)/(eps n))``: [-1, -1/2].
-- F1 ``run_poly_sfw``: ``ln|V| ln(n/ln|V|) sqrt(ln 1/delta)/(eps sqrt n)``: -1/2 (up to logs).
-- F2 ``run_private_vr_frank_wolfe``: ``sqrt(ln|V|/n) ln n + (ln|V| ln^2 n ln(1/delta)/(eps n))^{2/3}``: [-2/3, -1/2].
-- F3 ``run_gg_vr_sfw`` (tree): ``sqrt(kappa/n) + kappa sqrt d/(eps n)``: [-1, -1/2].
-- A1 ``run_private_smd_saddle``: ``sqrt(log d/n) + rho^{1/2}`` (``L2 = 0``): -1/2; ``+ rho^{1/3}`` (first-order
-  smooth): [-1/2, -1/3].
-- A3 ``run_bias_reduced_smd_saddle``, A4 ``run_boosted_saddle``: ``log(d)/sqrt n + log(d)/sqrt(n eps)``: -1/2
-  (both saturated on the shared matrix game with their default parameters; see ``saturated_note``).
-- A5 ``run_anytime_smd_sco``: ``sqrt(log d/n) + log d/sqrt(n eps)`` (second-order smooth): -1/2.
+- F1 ``run_poly_sfw``: worst case over the family, the local slope of the privacy term
+  (:func:`~dpsco_lib.experiments.frank_wolfe_checks.poly_sfw_exponent_range`).
+- F2 ``run_private_vr_frank_wolfe``: worst case over the family, [-2/3, -1/2].
+- F3 ``run_gg_vr_sfw`` (tree): worst case over the family, the private term ``n^-1`` times the ``delta_n``
+  factor of the calibration (:func:`~dpsco_lib.experiments.lp_checks.private_rate_range`).
+- A1 ``run_private_smd_saddle`` (``L2 = 0``): ``sqrt(log d/n) + rho^{1/2}``: from -1/2 to the local slope of
+  ``rho^{1/2}`` (``rho = log^{3/2} d sqrt(log 1/delta_n)/(n eps)``).
+- A3 ``run_bias_reduced_smd_saddle``: Thm 3.14's bound with this library's constants
+  (:func:`~dpsco_lib.algorithms.bias_reduced_saddle.alg3_theory_params`): from -1/2 to its local slope.
+- A4 ``run_boosted_saddle``: A3's bound on the candidates' records, same range.
+- A5 ``run_anytime_smd_sco`` (second-order regime): from -1/2 to the local slope of Thm 4.2's bound model
+  (:func:`~dpsco_lib.algorithms.anytime_smd.alg5_theory_params`).
 
-A theorem's rate is an upper bound over a class. On one fixed instance the error can decay *faster*: the
-Frank-Wolfe methods converge to a vertex (or boundary) optimum with a score gap, so once the noise is below the
-gap wrong selections become rare (notebook 05); such entries carry an explanation in ``faster_note``, and
-:func:`classify_exponent` accepts a faster decay for them instead of asserting the exponent.
+An entry whose median error at the largest ``n`` is not below half its trivial error reports the ``n`` it needs:
+from its theorem's bound with constants (:func:`needed_n_bound`) and from the measured curve
+(:func:`needed_n_extrapolated`); it is checked by its exponent like every other entry, never asserted to fail.
 
 The library works in the idealized real-arithmetic model (float64, non-cryptographic RNG).
 """
@@ -42,33 +57,45 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dpsco_lib._validation import check_int, check_positive, check_rng
-from dpsco_lib.experiments.analysis import SlopeFit
+from dpsco_lib.experiments.analysis import Verdict, fit_loglog_slope
+from dpsco_lib.experiments.tables import delta_for_n
 
 __all__ = [
     "ATLAS",
     "AtlasEntry",
-    "DELTA",
+    "DELTA_RULE",
     "PROBLEMS",
+    "atlas_grid",
+    "atlas_table",
     "atlas_task",
-    "run_on_shared_problem",
-    "classify_exponent",
+    "atlas_verdict",
     "d_exponent",
+    "d_table",
+    "entry_row",
     "get_entry",
+    "needed_n_bound",
+    "plot_atlas",
+    "table_rows",
+    "needed_n_extrapolated",
+    "run_on_shared_problem",
 ]
 
-#: delta of every private entry.
-DELTA = 1e-6
+#: delta of every private run at sample size n.
+DELTA_RULE = "n^-1.1"
 #: Seed of the fixed game instances (the task's rng only draws the data and drives the algorithm).
 INSTANCE_SEED = 20261122
+#: Adjacency relations.
+REPLACE_ONE = "replace-one"
 
-Runner = Callable[[int, int, np.random.Generator], dict[str, float]]
+Runner = Callable[..., dict[str, float]]
+Prediction = Callable[[Sequence[int]], tuple[float, float]]
 
 
 @dataclass(frozen=True)
@@ -80,7 +107,7 @@ class AtlasEntry:
     key : str
         Unique short name, e.g. ``"S1 SMD"``.
     spec : str
-        Spec ID of the theorem (``"S1"``, ``"F1"``, ...).
+        Catalogue ID of the theorem (``"S1"``, ``"F1"``, ...).
     algorithm : str
         Name of the library function run.
     problem : str
@@ -88,50 +115,35 @@ class AtlasEntry:
     measure : str
         ``"excess risk"`` or ``"duality gap"``.
     epsilon : float or None
-        Target epsilon (None: non-private); ``delta`` is :data:`DELTA`.
+        Target epsilon (None: non-private); ``delta = n^-1.1``.
     d : int
         Dimension of the sweep in ``n`` (for games: ``d_x = d_y = d``).
     n_smoke, n_paper : tuple of int
         Sample sizes of the two profiles.
-    exponent : float
-        Predicted exponent of the measured error in ``n`` (negative): that of the term of the rate that governs
-        this regime.
-    exponent_range : tuple of float
-        ``(lo, hi)``, the smallest and largest exponent in ``n`` among the rate's terms: in a regime where two
-        terms are comparable the measured exponent lies between them.
+    prediction : tuple of float or callable
+        ``(lo, hi)``, the predicted exponent range in ``n``, or ``ns -> (lo, hi)`` when it depends on the grid
+        (local slope of the bound with its logarithms and its ``delta = n^-1.1``).
     rate : str
         The theorem's rate, as text.
     regime : str
-        Which term of the rate governs the predicted exponent here, and why.
-    faster_note : str or None
-        Why a faster decay than ``exponent`` is expected on this instance (None: not expected).
+        Which term governs this regime and why the prediction is what it is on this instance.
+    runner : callable
+        ``runner(n, d, rng, member) -> {"value", "eps_certified", "trivial", ...}``.
+    tol : tuple of float
+        Exponent tolerance ``(smoke, paper)`` of :meth:`~dpsco_lib.experiments.Verdict.check_exponent`.
+    relation : str
+        Adjacency relation of the certificate column ("" when non-private).
+    family : tuple of float
+        Members of an instance family (empty: one fixed instance); the worst case over them is fitted.
+    family_name : str
+        What a member is (``"mult"``, ``"alpha"``).
+    needed_n : callable, optional
+        ``() -> n`` at which the theorem's bound with constants reaches half the trivial error (median).
     label : str or None
         Existing theorem label of the book (``"thm-S1"``), if any.
-    runner : callable
-        ``runner(n, d, rng) -> {"value", "eps_certified", "trivial"}`` (``eps_certified`` is NaN when
-        non-private; ``trivial`` is the error of the starting point, i.e. of learning nothing).
-    d_smoke, d_paper : tuple of int
-        Dimensions of the sweep in ``d`` at ``n_for_d`` (empty: no sweep in ``d``).
-    n_for_d : int
-        Sample size of the sweep in ``d``.
-    d_shape : callable or None
-        ``d -> predicted d-dependence`` of the error (its local log-log slope over the grid is the predicted
-        exponent in ``d``, see :func:`d_exponent`).
-    d_shape_text : str
-        The predicted ``d``-dependence, as text.
-    d_range : tuple of float, optional
-        ``(lo, hi)`` exponents in ``d`` of the rate's terms (for two-term rates such as S2's); None for a single
-        (polylogarithmic) shape, whose local slope :func:`d_exponent` is the prediction.
-    d_runner : callable, optional
-        Runner of the sweep in ``d`` when it uses another instance family than the sweep in ``n``.
-    d_problem : str
-        The problem of the sweep in ``d``.
-    d_epsilon : float, optional
-        Target epsilon of ``d_runner`` when it differs from ``epsilon``.
-    saturated_note : str, optional
-        Set when the algorithm, with its theory parameters, is *saturated* on this instance over the affordable
-        range of ``n`` (its error stays near the trivial error), with the reason: its exponent and monotonicity
-        are then reported, not asserted (its privacy certificate still is).
+    d_smoke, d_paper, n_for_d, d_shape, d_shape_text, d_range, d_runner, d_problem
+        The sweep in ``d`` at ``n_for_d`` (empty grids: none); ``d_shape`` is the predicted polylogarithmic
+        ``d``-dependence (:func:`d_exponent`), ``d_range`` the exponents of a polynomial one.
     """
 
     key: str
@@ -143,12 +155,15 @@ class AtlasEntry:
     d: int
     n_smoke: tuple[int, ...]
     n_paper: tuple[int, ...]
-    exponent: float
-    exponent_range: tuple[float, float]
+    prediction: tuple[float, float] | Prediction
     rate: str
     regime: str
     runner: Runner
-    faster_note: str | None = None
+    tol: tuple[float, float] = (0.12, 0.08)
+    relation: str = REPLACE_ONE
+    family: tuple[float, ...] = ()
+    family_name: str = ""
+    needed_n: Callable[[], float] | None = None
     label: str | None = None
     d_smoke: tuple[int, ...] = ()
     d_paper: tuple[int, ...] = ()
@@ -158,8 +173,6 @@ class AtlasEntry:
     d_range: tuple[float, float] | None = None
     d_runner: Runner | None = None
     d_problem: str = ""
-    d_epsilon: float | None = None
-    saturated_note: str | None = None
 
     @property
     def private(self) -> bool:
@@ -173,9 +186,18 @@ class AtlasEntry:
         """The ``d`` grid of a profile (empty when the entry has no sweep in ``d``)."""
         return self.d_smoke if profile == "smoke" else self.d_paper
 
+    def predicted(self, ns: Sequence[int]) -> tuple[float, float]:
+        """The predicted exponent range ``(lo, hi)`` over the grid ``ns``."""
+        lo, hi = self.prediction(ns) if callable(self.prediction) else self.prediction
+        return float(min(lo, hi)), float(max(lo, hi))
+
+    def tolerance(self, profile: str) -> float:
+        """Exponent tolerance of a profile."""
+        return self.tol[0] if profile == "smoke" else self.tol[1]
+
 
 # ---------------------------------------------------------------------------------------------------------
-# One generic runner: a registered algorithm on a shared problem (module level, so it pickles to joblib workers)
+# Runners (module level, so they pickle to joblib workers)
 # ---------------------------------------------------------------------------------------------------------
 def _ls(p: float, d: int, set_kind: str = "simplex", c: float = 2.0) -> Any:
     from dpsco_lib.problems.least_squares import hard_least_squares
@@ -183,15 +205,10 @@ def _ls(p: float, d: int, set_kind: str = "simplex", c: float = 2.0) -> Any:
     return hard_least_squares(p, d, c=c, set_kind=set_kind)
 
 
-def _game(kind: str, d: int) -> Any:
-    from dpsco_lib.problems.games import random_bilinear_game, random_quadratic_game
+def _game(d: int) -> Any:
+    from dpsco_lib.problems.games import random_bilinear_game
 
-    r = np.random.default_rng([INSTANCE_SEED, d, len(kind)])
-    if kind == "bilinear":
-        return random_bilinear_game(d, d, r)
-    if kind == "quadratic":
-        return random_quadratic_game(d, d, r)
-    raise ValueError(f"kind must be 'bilinear' or 'quadratic', got {kind!r}")
+    return random_bilinear_game(d, d, np.random.default_rng([INSTANCE_SEED, d, len("bilinear")]))
 
 
 def _rect_game(d: int) -> Any:
@@ -201,14 +218,11 @@ def _rect_game(d: int) -> Any:
     return random_bilinear_game(d, 10, np.random.default_rng([INSTANCE_SEED, d, 99]))
 
 
-#: The shared problems: name -> d -> instance.
+#: The shared fixed instances: name -> d -> instance.
 PROBLEMS: dict[str, Callable[[int], Any]] = {
     "simplex LS": lambda d: _ls(1.0, d, "simplex"),
     "l1-ball LS": lambda d: _ls(1.0, d, "l1ball"),
-    "l1-ball LS, c = 1": lambda d: _ls(1.0, d, "l1ball", c=1.0),
-    "l_1.5-ball LS": lambda d: _ls(1.5, d),
-    "matrix game": lambda d: _game("bilinear", d),
-    "quadratic game": lambda d: _game("quadratic", d),
+    "matrix game": _game,
     "matrix game d x 10": _rect_game,
 }
 
@@ -221,206 +235,298 @@ def _error_and_trivial(problem: Any, res: Any) -> tuple[float, float]:
     return float(problem.excess_risk(res.x)), float(problem.excess_risk(problem.feasible_set.center()))
 
 
-def _sgd_params(n: int, d: int, epsilon: float) -> dict[str, Any]:
+def _sgd_params(n: int, d: int, epsilon: float, delta: float) -> dict[str, Any]:
     from dpsco_lib.algorithms.noisy_sgd import l2_constants, noisy_sgd_theory_params
 
     L0_2, D_2 = l2_constants(_ls(1.0, d, "l1ball"))
-    prm = noisy_sgd_theory_params(n, d=d, epsilon=epsilon, delta=DELTA, L0_2=L0_2, D_2=D_2)
+    prm = noisy_sgd_theory_params(n, d=d, epsilon=epsilon, delta=delta, L0_2=L0_2, D_2=D_2)
     return prm.as_dict() if hasattr(prm, "as_dict") else dict(prm)
 
 
 def dp_sgd_hyper(n: int, d: int, epsilon: float) -> dict[str, Any]:
-    """DP-SGD (D4) with the BFTT19 steps, batch size and step size of S2, Poisson rate ``q = b/n``; the runner
-    calibrates the smallest noise multiplier whose certificate by its default accountant (``"best"``: the PLD,
-    tighter than the RDP moments accountant) meets the target."""
-    prm = _sgd_params(n, d, epsilon)
-    q = prm["batch_size"] / n
-    return {"epsilon": epsilon, "delta": DELTA, "sampling_rate": q, "steps": prm["T"], "clip": prm["L0_2"],
-            "step_size": prm["step_size"]}
+    """DP-SGD (D4) with the BFTT19 steps, batch size and step size of S2, Poisson rate ``q = b/n``, calibrated
+    (smallest noise multiplier, accountant ``"best"``) for the add/remove target whose group-of-two conversion is
+    the replace-one target ``(epsilon, n^-1.1)``."""
+    from dpsco_lib.experiments.lecture_checks import replace_one_target
+
+    eps_ar, delta_ar = replace_one_target(epsilon, delta_for_n(n))
+    prm = _sgd_params(n, d, epsilon, delta_for_n(n))
+    return {"epsilon": eps_ar, "delta": delta_ar, "sampling_rate": prm["batch_size"] / n, "steps": prm["T"],
+            "clip": prm["L0_2"], "step_size": prm["step_size"]}
 
 
-def run_on_shared_problem(n: int, d: int, rng: np.random.Generator, *, algorithm: str, problem: str,
-                          epsilon: float | None, certify: str = "best", hyper: tuple[tuple[str, Any], ...] = (),
-                          hyper_fn: Callable[[int, int, float], dict[str, Any]] | None = None,
-                          extra: tuple[tuple[str, str], ...] = ()) -> dict[str, float]:
-    """Run registered ``algorithm`` once on ``n`` fresh records of shared ``problem`` in dimension ``d``.
+def run_on_shared_problem(n: int, d: int, rng: np.random.Generator, member: float = 0.0, *, algorithm: str,
+                          problem: str, epsilon: float | None, hyper: tuple[tuple[str, Any], ...] = (),
+                          hyper_fn: Callable[[int, int, float], dict[str, Any]] | None = None) -> dict[str, float]:
+    """Run registered ``algorithm`` once on ``n`` fresh records of the fixed instance ``problem`` in dimension ``d``.
 
-    Returns ``value`` (the exact error), ``eps_certified`` (the ledger's certificate by accountant ``certify``;
-    NaN when non-private), ``trivial`` (the error of the start point, i.e. of learning nothing) and, for each
-    ``(key, info_key)`` of ``extra``, the Result's ``info[info_key]`` under ``key``. ``hyper`` are fixed keyword
-    arguments; ``hyper_fn(n, d, epsilon)`` computes size-dependent ones (when it is given, the runner takes its
-    privacy through them, not epsilon/delta).
+    ``member`` is unused (fixed instance). Returns ``value`` (the exact error), ``eps_certified`` (replace-one
+    certificate at ``delta = n^-1.1`` by accountant ``"best"``; NaN when non-private) and ``trivial`` (the error of
+    the start point). ``hyper`` are fixed keyword arguments; ``hyper_fn(n, d, epsilon)`` computes the privacy and
+    size-dependent ones of an add/remove algorithm (DP-SGD), whose ledger is then certified through the
+    group-of-two conversion (``eps_add_remove`` reports its native certificate at its own ``delta``).
     """
     from dpsco_lib.algorithms.registry import get_algorithm
+    from dpsco_lib.experiments.lecture_checks import replace_one_certificate
 
     rec = get_algorithm(algorithm)
     prob = PROBLEMS[problem](d)
+    delta = delta_for_n(n)
     kwargs: dict[str, Any] = dict(hyper)
     if hyper_fn is not None:
         kwargs.update(hyper_fn(n, d, epsilon))  # type: ignore[arg-type]
     elif rec.private:
-        kwargs.update(epsilon=epsilon, delta=DELTA)
+        kwargs.update(epsilon=epsilon, delta=delta)
     res = rec.runner(prob, prob.sample(n, rng), rng=rng, **kwargs)
     value, trivial = _error_and_trivial(prob, res)
-    eps = res.certified_epsilon(DELTA, certify) if res.ledger is not None else math.nan
-    out = {"value": value, "eps_certified": eps, "trivial": trivial}
-    out.update({k: float(res.info[i]) for k, i in extra})
+    out = {"value": value, "trivial": trivial, "eps_certified": math.nan}
+    if res.ledger is not None and hyper_fn is not None:
+        out["eps_certified"] = replace_one_certificate(res, delta)
+        out["eps_add_remove"] = float(res.certified_epsilon(kwargs["delta"]))
+    elif res.ledger is not None:
+        out["eps_certified"] = float(res.certified_epsilon(delta))
     return out
 
 
+def run_hard_linear(n: int, d: int, rng: np.random.Generator, member: float = 1.0, *, alg: str,
+                    epsilon: float) -> dict[str, float]:
+    """One run of ``alg`` (``"poly_sfw"`` or ``"tree_fw"``) on the hard linear family member ``gamma = member x
+    B(n, d)`` (:func:`~dpsco_lib.experiments.frank_wolfe_checks.hard_linear_task`, ``delta = n^-1.1``)."""
+    from dpsco_lib.experiments.frank_wolfe_checks import hard_linear_task
+
+    out = hard_linear_task(rng=rng, alg=alg, n=n, d=d, eps=epsilon, mult=member)
+    return {"value": out["excess"], "trivial": out["trivial"], "eps_certified": out["eps_certified"]}
+
+
+def run_smd_family(n: int, d: int, rng: np.random.Generator, member: float = 1.0) -> dict[str, float]:
+    """One run of SMD (non-private) on the hard linear family member ``gamma = member x sqrt(2 ln(2d)/n)`` (the
+    scale of Thm S1's bound with ``L0 = 1``, ``|V| = 2d``; capped at 1): a Le Cam family for the l1 ball."""
+    from dpsco_lib.algorithms.smd import run_smd
+    from dpsco_lib.problems.hard_linear import hard_linear
+
+    prob = hard_linear(d, min(1.0, float(member) * math.sqrt(2.0 * math.log(2 * d) / n)))
+    res = run_smd(prob, prob.sample(n, rng), rng=rng)
+    return {"value": max(float(prob.excess_risk(res.x)), 1e-12), "trivial": float(prob.trivial_error),
+            "eps_certified": math.nan}
+
+
+def run_fingerprint_lp(n: int, d: int, rng: np.random.Generator, member: float = 1.0, *,
+                       epsilon: float) -> dict[str, float]:
+    """One run of GG-VR-SFW (tree) on the F3 lower-bound construction with ``alpha = member`` on the
+    ``l_1.5`` ball (:func:`~dpsco_lib.experiments.lp_checks.f3_family_run`, ``delta = n^-1.1``)."""
+    from dpsco_lib.experiments.lp_checks import f3_family_run
+
+    out = f3_family_run(rng=rng, variant="tree", n=n, d=d, p=1.5, alpha=member, epsilon=epsilon)
+    return {"value": out["excess"], "trivial": out["trivial"], "eps_certified": out["certified_eps"]}
+
+
 def _runner(algorithm: str, problem: str, epsilon: float | None, **kw: Any) -> Runner:
-    """A picklable runner ``(n, d, rng) -> dict`` of :func:`run_on_shared_problem`."""
+    """A picklable runner ``(n, d, rng, member) -> dict`` of :func:`run_on_shared_problem`."""
     return functools.partial(run_on_shared_problem, algorithm=algorithm, problem=problem, epsilon=epsilon, **kw)
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Predictions (local slopes of the theorems' bounds over a grid) and the n an entry needs
+# ---------------------------------------------------------------------------------------------------------
+def _slope(ns: Sequence[int], values: Sequence[float]) -> float:
+    return float(np.polyfit(np.log(np.asarray(ns, float)), np.log(np.asarray(values, float)), 1)[0])
+
+
+def _a1_range(ns: Sequence[int], *, d: int, epsilon: float) -> tuple[float, float]:
+    """From -1/2 to the local slope of ``rho^{1/2}``, ``rho = log^{3/2} d sqrt(log 1/delta_n)/(n eps)``."""
+    rho = [math.log(d) ** 1.5 * math.sqrt(math.log(1.0 / delta_for_n(n))) / (n * epsilon) for n in ns]
+    return -0.5, _slope(ns, np.sqrt(rho))
+
+
+def _game_constants() -> tuple[float, float, float]:
+    g = _game(20)
+    return float(g.L0), float(g.L1), float(g.L2)
+
+
+def a3_bound(n: int, epsilon: float = 1.0) -> float:
+    """Thm 3.14's bound on the expected gap of Algorithm 3 on the 20 x 20 matrix game, ``delta = n^-1.1``."""
+    from dpsco_lib.algorithms.bias_reduced_saddle import alg3_theory_params
+
+    return float(alg3_theory_params(n, 20, epsilon, delta_for_n(n), *_game_constants()).bound)
+
+
+def a4_bound(n: int, epsilon: float = 1.0) -> float:
+    """High-probability gap bound of Algorithm 4 (Thm 3.20) on the same game: each candidate has gap at most twice
+    A3's expected-gap bound on its ``n_candidate`` records with probability >= 1/2 (Markov), and the private
+    selection adds at most twice the Hoeffding and selection terms of :func:`alg4_theory_params`."""
+    from dpsco_lib.algorithms.boosted_saddle import alg4_theory_params
+
+    prm = alg4_theory_params(n, epsilon, _game_constants()[0])
+    return 2.0 * a3_bound(int(prm.n_candidate), epsilon) + 2.0 * (prm.hoeffding_term + prm.selection_term)
+
+
+def a5_bound(n: int, epsilon: float = 1.0) -> float:
+    """Thm 4.2's bound model of Algorithm 5 on the simplex least squares (d = 50, second-order regime)."""
+    from dpsco_lib.algorithms.anytime_smd import alg5_theory_params
+
+    p = _ls(1.0, 50)
+    return float(alg5_theory_params(n, n_vertices=50, epsilon=epsilon, delta=delta_for_n(n), L0=p.L0, L1=p.L1,
+                                    L2=0.0, regime="second_order").bound)
+
+
+def _bound_range(bound: Callable[[int], float]) -> Prediction:
+    def pred(ns: Sequence[int]) -> tuple[float, float]:
+        return -0.5, _slope(ns, [bound(int(n)) for n in ns])
+    return pred
+
+
+def needed_n_bound(bound: Callable[[int], float], target: float, *, n_max: float = 1e10) -> float:
+    """Smallest ``n`` (to 2%) with ``bound(n) <= target`` (bisection on ``log n``; the bounds decrease in ``n``);
+    ``inf`` if not reached by ``n_max``."""
+    target = check_positive(target, "target")
+    lo, hi = 1000.0, float(n_max)
+    if bound(int(hi)) > target:
+        return math.inf
+    if bound(int(lo)) <= target:
+        return lo
+    while hi / lo > 1.02:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if bound(int(mid)) > target else (lo, mid)
+    return hi
+
+
+def needed_n_extrapolated(n_last: float, ratio_last: float, exponent: float, target: float = 0.5) -> float:
+    """``n`` at which the measured median error / trivial reaches ``target``, extrapolated from ``(n_last,
+    ratio_last)`` along ``n^exponent`` (``exponent < 0``)."""
+    if not exponent < 0:
+        return math.inf
+    return float(n_last * (target / ratio_last) ** (1.0 / exponent)) if ratio_last > target else float(n_last)
+
+
+def _trivial_game() -> float:
+    g = _game(20)
+    return float(g.duality_gap(np.full(20, 0.05), np.full(20, 0.05)))
+
+
+def _a3_needed() -> float:
+    """Markov: median <= 2 E Gap, so E Gap <= trivial/4 puts the median below trivial/2."""
+    return needed_n_bound(a3_bound, _trivial_game() / 4)
+
+
+def _a4_needed() -> float:
+    """A4's bound holds with probability 1 - beta >= 1/2, so bound <= trivial/2 puts the median below it."""
+    return needed_n_bound(a4_bound, _trivial_game() / 2)
+
+
+def _f1_range(ns: Sequence[int]) -> tuple[float, float]:
+    from dpsco_lib.experiments.frank_wolfe_checks import poly_sfw_exponent_range
+
+    return poly_sfw_exponent_range(ns, d=2, eps=2.0)
+
+
+def _f3_range(ns: Sequence[int]) -> tuple[float, float]:
+    from dpsco_lib.experiments.lp_checks import private_rate_range
+
+    return private_rate_range(ns, 1.0, 1.0, kappa=2.0)
+
+# ---------------------------------------------------------------------------------------------------------
 # The registry
 # ---------------------------------------------------------------------------------------------------------
-_VERTEX_NOTE = (
-    "the optimum is the vertex e_1 with a score gap of order 1: once the selection noise is below the gap, wrong "
-    "vertex selections become rare and the error falls faster than any fixed power until the Frank-Wolfe step "
-    "floor (notebook 05); the theorem's n^(-1/2) is the worst case over the class"
-)
-_STRONGLY_CONVEX_NOTE = (
-    "on the l1-ball instance Sigma = I, so F is 1-strongly convex in l2 and averaged SGD beats the Lipschitz-class "
-    "rate; the rate's private term (exponent -1) is also comparable to the statistical one here"
-)
 _D_SGD = (10, 20, 40, 80)
+_SGD_REGIME = ("both terms matter: the l2 constants of an l1 problem (L = sqrt(d) L0, D2 = 2) at eps = 1; "
+               "Sigma = I makes the instance strongly convex, which the measured range must still fit")
+_F_FAMILY = ("worst case over the hard linear family: at each n the members gamma = mult x B(n, d) bracket "
+             "the scale at which the algorithm cannot tell the optimal vertex apart (notebook 05)")
 
 ATLAS: tuple[AtlasEntry, ...] = (
     AtlasEntry(
-        key="S1 SMD", spec="S1", algorithm="run_smd", problem="simplex LS, d = 200 (non-private)",
-        measure="excess risk", epsilon=None, d=200, n_smoke=(256, 1024, 4096),
-        n_paper=(256, 512, 1024, 2048, 4096, 8192), exponent=-0.5, exponent_range=(-0.5, -0.5),
-        rate="L0 sqrt(2 ln d / n)", label="thm-S1",
-        regime="non-private; the hard instance realizes the Nemirovski-Yudin rate (notebook 03)",
-        runner=_runner("S1 SMD", "simplex LS", None),
+        key="S1 SMD", spec="S1", algorithm="run_smd", problem="hard linear family, l1 ball, d = 200 (non-private)",
+        measure="excess risk", epsilon=None, d=200, n_smoke=(256, 1024, 4096), n_paper=(256, 1024, 4096, 16_384),
+        prediction=(-0.5, -0.5), relation="", family=(0.5, 1.0, 2.0, 4.0), family_name="mult",
+        rate="L0 sqrt(2 ln|V| / n)", label="thm-S1",
+        regime="non-private; worst case over members gamma = mult x sqrt(2 ln(2d)/n) (a Le Cam family)",
+        runner=run_smd_family, d_runner=_runner("S1 SMD", "simplex LS", None),
         d_smoke=(10, 100, 1000), d_paper=(10, 100, 1000, 10_000), n_for_d=1024,
         d_shape=lambda d: math.sqrt(math.log(d)), d_shape_text="sqrt(ln d)", d_problem="simplex LS, n = 1024",
     ),
     AtlasEntry(
-        key="S2 noisy SGD", spec="S2", algorithm="run_noisy_sgd", problem="l1-ball LS, d = 10, eps = 1",
+        key="S2 noisy SGD", spec="S2", algorithm="run_noisy_sgd", problem="l1-ball LS, d = 10",
         measure="excess risk", epsilon=1.0, d=10, n_smoke=(1000, 4000, 16_000),
-        n_paper=(1000, 2000, 4000, 8000, 16_000), exponent=-0.5, exponent_range=(-1.0, -0.5),
-        rate="L D2 (1/sqrt n + sqrt(d ln(1/delta))/(eps n))", label="thm-S2",
-        regime="both terms: the l2 constants L = sqrt(d) L0, D2 = 2 of an l1 problem; noise constants are large",
-        faster_note=_STRONGLY_CONVEX_NOTE, runner=_runner("S2 noisy SGD", "l1-ball LS", 1.0),
+        n_paper=(1000, 2000, 4000, 8000, 16_000), prediction=(-1.0, -0.5),
+        rate="L D2 (1/sqrt n + sqrt(d ln(1/delta))/(eps n))", label="thm-S2", regime=_SGD_REGIME,
+        runner=_runner("S2 noisy SGD", "l1-ball LS", 1.0),
         d_smoke=(10, 40), d_paper=_D_SGD, n_for_d=16_000, d_range=(0.5, 1.0),
         d_shape_text="sqrt(d) (statistical, L = sqrt(d) L0) to d (private term)", d_problem="l1-ball LS, n = 16000",
     ),
     AtlasEntry(
-        key="D4 DP-SGD", spec="D4", algorithm="run_dp_sgd", problem="l1-ball LS, d = 10, eps = 1",
+        key="D4 DP-SGD", spec="D4", algorithm="run_dp_sgd", problem="l1-ball LS, d = 10",
         measure="excess risk", epsilon=1.0, d=10, n_smoke=(1000, 4000, 16_000),
-        n_paper=(1000, 2000, 4000, 8000, 16_000), exponent=-0.5, exponent_range=(-1.0, -0.5),
-        rate="as S2 (Poisson subsampling, PLD accountant)", label="thm-D4",
-        regime="as S2 (same T, batch and step size); accounting with amplification (PLD) gives less noise",
-        faster_note=_STRONGLY_CONVEX_NOTE,
+        n_paper=(1000, 2000, 4000, 8000, 16_000), prediction=(-1.0, -0.5),
+        rate="as S2 (Poisson subsampling)", label="thm-D4",
+        regime="as S2 (same T, batch and step size); add/remove calibrated for the replace-one target",
+        relation="replace-one (add/remove x group of 2)",
         runner=_runner("D4 DP-SGD", "l1-ball LS", 1.0, hyper_fn=dp_sgd_hyper),
         d_smoke=(10, 40), d_paper=_D_SGD, n_for_d=16_000, d_range=(0.5, 1.0),
         d_shape_text="sqrt(d) (statistical, L = sqrt(d) L0) to d (private term)", d_problem="l1-ball LS, n = 16000",
     ),
     AtlasEntry(
-        key="F1 Poly-SFW", spec="F1", algorithm="run_poly_sfw", problem="l1-ball LS, d = 100, eps = 300",
-        measure="excess risk", epsilon=300.0, d=100, n_smoke=(1000, 4000, 16_000),
-        n_paper=(1000, 2000, 4000, 8000, 16_000, 32_000), exponent=-0.5, exponent_range=(-0.5, -0.5),
+        key="F1 Poly-SFW", spec="F1", algorithm="run_poly_sfw", problem="hard linear family, l1 ball, d = 2",
+        measure="excess risk", epsilon=2.0, d=2, n_smoke=(20_000, 40_000), n_paper=(20_000, 40_000, 80_000),
+        prediction=_f1_range, family=(1.0, 2.0, 3.0), family_name="mult",
         rate="(L1 D^2 + L0 D) ln|V| ln(n/ln|V|) sqrt(ln 1/delta)/(eps sqrt n)", label="thm-F1",
-        regime="private term (eps = 300 puts the selections above the noise in this range of n; notebook 05)",
-        faster_note=_VERTEX_NOTE, runner=_runner("F1 Poly-SFW", "l1-ball LS", 300.0),
-        d_smoke=(10, 100, 1000), d_paper=(10, 100, 1000, 10_000), n_for_d=4000,
-        d_shape=lambda d: math.log(2 * d) * math.log(4000 / math.log(2 * d)), d_shape_text="ln|V| ln(n/ln|V|)",
-        d_problem="l1-ball LS, n = 4000, eps = 300",
+        regime=_F_FAMILY + "; the privacy term's local slope under the run's calibration",
+        runner=functools.partial(run_hard_linear, alg="poly_sfw", epsilon=2.0),
     ),
     AtlasEntry(
         key="F2 tree FW", spec="F2", algorithm="run_private_vr_frank_wolfe",
-        problem="l1-ball LS with c = 1, d = 100, eps = 10", measure="excess risk", epsilon=10.0, d=100,
-        n_smoke=(1000, 4000, 16_000), n_paper=(1000, 2000, 4000, 8000, 16_000, 32_000, 64_000),
-        exponent=-2.0 / 3.0, exponent_range=(-2.0 / 3.0, -0.5),
-        rate="(L0 D + L1 D^2) sqrt(ln|V|/n) ln n + L1 D^2 (ln|V| ln^2 n ln(1/delta)/(eps n))^(2/3)",
-        regime="private term (eps n)^(-2/3) (up to ln n); the statistical term decays like n^(-1/2)",
-        faster_note=(
-            "with c = 1 the population gradient vanishes at the vertex optimum e_1 (F - F* = ||x - e_1||_2^2/2), "
-            "so the excess is quadratic in the noise-driven displacement of the iterate; with c = 2 (a sharp "
-            "vertex) the selections become exact and the excess is 0 beyond n ~ 10^4 (no power law to fit)"
-        ),
-        runner=_runner("F2 tree FW", "l1-ball LS, c = 1", 10.0),
+        problem="hard linear family, l1 ball, d = 10", measure="excess risk", epsilon=1.0, d=10,
+        n_smoke=(10_000, 30_000), n_paper=(10_000, 30_000, 100_000), prediction=(-2.0 / 3.0, -0.5),
+        family=(1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0), family_name="mult",
+        rate="(L0 D + L1 D^2) sqrt(ln|V|/n) ln n + (L0 D + L1 D^2) (ln|V| ln^2 n ln(1/delta)/(eps n))^(2/3)",
+        regime=_F_FAMILY + "; both terms matter", tol=(0.12, 0.08),
+        runner=functools.partial(run_hard_linear, alg="tree_fw", epsilon=1.0),
     ),
     AtlasEntry(
-        key="F3 GG-VR-SFW tree", spec="F3", algorithm="run_gg_vr_sfw", problem="l_1.5-ball LS, d = 100, eps = 1",
-        measure="excess risk", epsilon=1.0, d=100, n_smoke=(4000, 16_000, 32_000),
-        n_paper=(4000, 8000, 16_000, 32_000), exponent=-1.0, exponent_range=(-1.0, -0.5),
-        rate="sqrt(kappa/n) + kappa sqrt d/(eps n)", label="thm-F3",
-        regime="private term kappa sqrt d/(eps n) (its measured size exceeds sqrt(kappa/n) here; notebook 06)",
-        faster_note=(
-            "the optimum e_1 is a boundary point of the l_1.5 ball where the population gradient is normal to the "
-            "boundary: a feasible point displaced by s along the boundary costs only O(s^p + s^2) with p = 1.5, not "
-            "O(s), so the excess decays 1.5 to 2 times faster than the n^(-1) private term, which is checked "
-            "separately (notebook 06 asserts the same private-term exponent)"
-        ),
-        runner=_runner("F3 GG-VR-SFW tree", "l_1.5-ball LS", 1.0, hyper=(("variant", "tree"),),
-                       extra=(("private_term", "private_error"),)),
+        key="F3 GG-VR-SFW tree", spec="F3", algorithm="run_gg_vr_sfw", problem="fingerprint lp, l_1.5 ball, d = 400",
+        measure="excess risk", epsilon=1.0, d=400, n_smoke=(2000, 4000), n_paper=(2000, 4000, 8000),
+        prediction=_f3_range, family=(1.0, 0.5, 0.25, 0.125, 0.0625), family_name="alpha",
+        rate="sqrt(kappa/n) + kappa sqrt d/(eps n)", label="thm-F3", tol=(0.15, 0.1),
+        regime="worst case over the lower-bound construction (notebook 06): the private term n^-1 with the "
+               "delta_n factor of one GG release",
+        runner=functools.partial(run_fingerprint_lp, epsilon=1.0),
     ),
     AtlasEntry(
-        key="A1 quadratic regime", spec="A1", algorithm="run_private_smd_saddle",
-        problem="matrix game 20 x 20, eps = 1", measure="duality gap", epsilon=1.0, d=20,
-        n_smoke=(4000, 16_000, 64_000), n_paper=(4000, 8000, 16_000, 32_000, 64_000),
-        exponent=-0.5, exponent_range=(-0.5, -0.5),
+        key="A1 SMD saddle", spec="A1", algorithm="run_private_smd_saddle", problem="matrix game 20 x 20",
+        measure="duality gap", epsilon=1.0, d=20, n_smoke=(4000, 16_000, 64_000),
+        n_paper=(4000, 8000, 16_000, 32_000, 64_000), prediction=functools.partial(_a1_range, d=20, epsilon=1.0),
         rate="L0 (sqrt(log d/n) + rho^(1/2)), rho = log^(3/2) d sqrt(log 1/delta)/(n eps)", label="thm-A1",
-        regime="private term rho^(1/2) (K = 1; the gap is >= 2x the statistical term, notebook 09)",
-        runner=_runner("A1 private SMD saddle", "matrix game", 1.0,
-                       hyper=(("regime", "quadratic"),)),
-        d_smoke=(10, 100, 1000), d_paper=(10, 100, 1000, 10_000), n_for_d=4000,
+        regime="quadratic regime (L2 = 0, K = 1): the private term rho^(1/2) dominates (notebook 09)",
+        runner=_runner("A1 private SMD saddle", "matrix game", 1.0, hyper=(("regime", "quadratic"),)),
+        d_smoke=(10, 1000), d_paper=(10, 100, 1000), n_for_d=8000,
         d_shape=lambda d: math.log(10 * d) ** 0.75, d_shape_text="log^(3/4)(d d_y)",
-        d_runner=_runner("A1 private SMD saddle", "matrix game d x 10", 8.0,
-                         hyper=(("regime", "quadratic"),)), d_epsilon=8.0,
-        d_problem="matrix game d x 10, n = 4000, eps = 8",
+        d_runner=_runner("A1 private SMD saddle", "matrix game d x 10", 1.0, hyper=(("regime", "quadratic"),)),
+        d_problem="matrix game d x 10, n = 8000",
     ),
     AtlasEntry(
-        key="A1 first-order regime", spec="A1", algorithm="run_private_smd_saddle",
-        problem="quadratic game 10 x 10, eps = 16", measure="duality gap", epsilon=16.0, d=10,
-        n_smoke=(16_000, 64_000), n_paper=(16_000, 32_000, 64_000, 128_000),
-        exponent=-1.0 / 3.0, exponent_range=(-0.5, -1.0 / 3.0),
-        rate="(L0 + L1)(sqrt(log d/n) + rho^(1/3))", label="thm-A1",
-        regime="private term rho^(1/3) (vertex-sampling bias 16 L1/sqrt K balanced; notebook 09)",
-        runner=_runner("A1 private SMD saddle", "quadratic game", 16.0,
-                       hyper=(("regime", "first_order"),)),
-    ),
-    AtlasEntry(
-        key="A3 bias-reduced SMD", spec="A3", algorithm="run_bias_reduced_smd_saddle",
-        problem="matrix game 20 x 20, eps = 1", measure="duality gap", epsilon=1.0, d=20,
-        n_smoke=(4000, 16_000), n_paper=(4000, 8000, 16_000, 32_000, 64_000),
-        exponent=-0.5, exponent_range=(-0.5, -0.5),
+        key="A3 bias-reduced SMD", spec="A3", algorithm="run_bias_reduced_smd_saddle", problem="matrix game 20 x 20",
+        measure="duality gap", epsilon=1.0, d=20, n_smoke=(8000, 16_000, 64_000),
+        n_paper=(8000, 16_000, 32_000, 64_000), prediction=_bound_range(a3_bound),
         rate="log(d)/sqrt n + log(d)/sqrt(n eps) (constant probability, Thm 3.14)",
-        regime="saturated: the default parameters give eta T ~ 1.5 (A1: 8-33), too little mirror-descent progress",
-        saturated_note=(
-            "with alg3_theory_params at n <= 64000, eps = 1 the batch is B = 2-3 and the privacy cap keeps "
-            "eta ~ 1e-3, so eta T ~ 1.5 and the gap stays at or above the gap of the uniform start; the "
-            "rate's regime needs much larger n eps (notebook 10 runs it at eps = 32 on a 10 x 10 softmax game, with "
-            "the instance's oracle second moment instead of the worst-case bound; here even that leaves the gap "
-            "at n = 64000, eps = 1 between 0.33 and 0.61, against 0.44 at the uniform start)"
-        ),
-        runner=_runner("A3 bias-reduced SMD", "matrix game", 1.0),
+        regime="default parameters (accountant best, M2 = L0^2 as L2 = 0); the private term dominates; at n = 4000 "
+               "the median gap is still above that of the uniform start, so the grid starts at 8000",
+        needed_n=_a3_needed, runner=_runner("A3 bias-reduced SMD", "matrix game", 1.0),
     ),
     AtlasEntry(
-        key="A4 boosted", spec="A4", algorithm="run_boosted_saddle", problem="matrix game 20 x 20, eps = 1",
-        measure="duality gap", epsilon=1.0, d=20, n_smoke=(4000, 16_000),
-        n_paper=(4000, 8000, 16_000, 32_000, 64_000), exponent=-0.5, exponent_range=(-0.5, -0.5),
-        rate="log(d)/sqrt n + log(d)/sqrt(n eps) with probability 1 - beta (Thm 3.20)",
-        regime="saturated: boosts Algorithm 3 (inner solver), which is saturated here",
-        saturated_note=(
-            "its candidates come from Algorithm 3 on n/(3k+1) records each, which is saturated at these n (see "
-            "A3); the selection then approaches the gap of the uniform start from above"
-        ),
-        runner=_runner("A4 boosted", "matrix game", 1.0),
+        key="A4 boosted", spec="A4", algorithm="run_boosted_saddle", problem="matrix game 20 x 20",
+        measure="duality gap", epsilon=1.0, d=20, n_smoke=(64_000, 256_000), n_paper=(64_000, 128_000, 256_000),
+        prediction=_bound_range(a4_bound), tol=(0.15, 0.1),
+        rate="log(d)/sqrt n + log(d)/sqrt(n eps) with probability 1 - beta (Thm 3.20, beta = 0.05)",
+        regime="boosts Algorithm 3 run on n/(2k) records per candidate (k = 7); below n ~ 6e4 the candidates have "
+               "fewer than 4500 records, where Algorithm 3 is still near the gap of the uniform start",
+        needed_n=_a4_needed, runner=_runner("A4 boosted", "matrix game", 1.0),
     ),
     AtlasEntry(
-        key="A5 anytime SMD", spec="A5", algorithm="run_anytime_smd_sco",
-        problem="simplex LS, d = 50, eps = 1", measure="excess risk", epsilon=1.0, d=50,
-        n_smoke=(4000, 16_000, 64_000), n_paper=(4000, 8000, 16_000, 32_000, 64_000),
-        exponent=-0.5, exponent_range=(-0.5, -0.5),
+        key="A5 anytime SMD", spec="A5", algorithm="run_anytime_smd_sco", problem="simplex LS, d = 50",
+        measure="excess risk", epsilon=1.0, d=50, n_smoke=(4000, 16_000), n_paper=(4000, 16_000, 64_000),
+        prediction=_bound_range(a5_bound),
         rate="sqrt(log d/n) + log d/sqrt(n eps) (second-order smooth; L2 = 0 for least squares)",
-        regime="second-order parameters; both terms decay like n^(-1/2) (the instance of notebook 12)",
-        runner=_runner("A5 anytime SMD", "simplex LS", 1.0,
-                       hyper=(("regime", "second_order"),)),
+        regime="second-order parameters; both terms decay like n^(-1/2) up to the bound model's lower-order terms",
+        runner=_runner("A5 anytime SMD", "simplex LS", 1.0, hyper=(("regime", "second_order"),)),
     ),
 )
 
@@ -433,13 +539,23 @@ def get_entry(key: str) -> AtlasEntry:
     raise ValueError(f"key must be one of {[e.key for e in ATLAS]}, got {key!r}")
 
 
-def atlas_task(*, rng: np.random.Generator, key: str, n: int, d: int, sweep: str = "n") -> dict[str, float]:
+def atlas_grid(profile: str, sweep: str = "n") -> list[dict[str, Any]]:
+    """Task parameters of :func:`atlas_task` for every entry (and family member) of a profile's grid."""
+    if sweep == "d":
+        return [{"key": e.key, "n": e.n_for_d, "d": d, "sweep": "d", "member": 0.0}
+                for e in ATLAS for d in e.d_grid(profile)]
+    return [{"key": e.key, "n": n, "d": e.d, "sweep": "n", "member": float(m)}
+            for e in ATLAS for n in e.n_grid(profile) for m in (e.family or (0.0,))]
+
+
+def atlas_task(*, rng: np.random.Generator, key: str, n: int, d: int, sweep: str = "n",
+               member: float = 0.0) -> dict[str, float]:
     """Sweep function of the atlas: run entry ``key`` once on ``n`` fresh records in dimension ``d``.
 
-    ``sweep="d"`` uses the entry's ``d_runner`` when it has one (another instance family for the sweep in
-    ``d``). Returns ``value`` (exact excess risk or duality gap), ``eps_certified`` (NaN if non-private),
-    ``eps_target`` (NaN if non-private), ``trivial`` (error of the start point) and any entry-specific
-    diagnostics.
+    ``sweep="d"`` uses the entry's ``d_runner`` when it has one; ``member`` selects the family member of a family
+    entry. Returns ``value`` (exact excess risk or duality gap), ``eps_certified`` and ``eps_target`` (NaN if
+    non-private), ``delta`` (``n^-1.1``), ``trivial`` (error of the start point, or of ``x = 0`` on a family
+    member) and any entry-specific diagnostics.
     """
     rng = check_rng(rng)
     entry = get_entry(key)
@@ -447,36 +563,119 @@ def atlas_task(*, rng: np.random.Generator, key: str, n: int, d: int, sweep: str
     d = check_int(d, "d", lo=2)
     if sweep not in ("n", "d"):
         raise ValueError(f"sweep must be 'n' or 'd', got {sweep!r}")
-    use_d = sweep == "d" and entry.d_runner is not None
-    runner = entry.d_runner if use_d else entry.runner
-    out = dict(runner(n, d, rng))  # type: ignore[misc]
-    target = entry.d_epsilon if (use_d and entry.d_epsilon is not None) else entry.epsilon
-    out["eps_target"] = math.nan if target is None else float(target)
+    if sweep == "n" and entry.family and not member > 0:
+        raise ValueError(f"entry {key!r} is a family: member must be one of {entry.family}, got {member!r}")
+    runner = entry.d_runner if (sweep == "d" and entry.d_runner is not None) else entry.runner
+    out = dict(runner(n, d, rng, member))
+    out["eps_target"] = math.nan if entry.epsilon is None else float(entry.epsilon)
+    out["delta"] = delta_for_n(n)
     return out
 
 
-def classify_exponent(
-    fit: SlopeFit, predicted: tuple[float, float] | float, tol: float, *, faster_allowed: bool
-) -> tuple[bool, str]:
-    """Compare a fitted exponent with the prediction.
+def _worst_median(records: Sequence[dict[str, Any]], n: int) -> float:
+    """Median error of the worst family member (largest median) at ``n`` (of the instance, for a fixed one)."""
+    cells: dict[float, list[float]] = {}
+    for r in records:
+        if r["n"] == n:
+            cells.setdefault(float(r["member"]), []).append(float(r["value"]))
+    return max(float(np.median(v)) for v in cells.values())
 
-    ``predicted`` is an exponent or an interval ``(lo, hi)`` (the exponents of a rate's terms: in a regime
-    where both matter the measured exponent lies between them). Returns ``(passed, status)``:
-    ``"consistent"`` when ``lo - tol <= slope <= hi + tol``; ``"faster"`` when ``slope < lo - tol`` (passes only
-    if ``faster_allowed``, i.e. the entry explains why its instance is easier than the worst case of the class);
-    ``"slower"`` when ``slope > hi + tol`` (always a failure: the upper bound's exponent is violated).
+
+def _top_ratio(records: Sequence[dict[str, Any]], n: int) -> float:
+    """Median error / trivial error at ``n`` of the fixed instance, or of the largest member of a family (the
+    instance with the largest trivial error, the one whose learning the family's theorem is about)."""
+    top = max(float(r["member"]) for r in records)
+    return float(np.median([r["value"] / r["trivial"] for r in records if r["n"] == n and r["member"] == top]))
+
+
+def entry_row(entry: AtlasEntry, records: Sequence[dict[str, Any]], profile: str, *, rng: np.random.Generator,
+              n_boot: int) -> dict[str, Any]:
+    """Fit, prediction and summary of one entry's sweep in ``n`` (``records`` of this entry only).
+
+    The exponent is fitted to the per-``n`` median (worst member for a family; 95% percentile bootstrap).
+    ``ratio_first``/``ratio_last``: median error / trivial at the smallest and largest ``n`` (of the largest member
+    for a family). When ``ratio_last >= 1/2`` the entry reports ``needs_n_bound`` (its theorem's bound with constants,
+    if it has one) and ``needs_n_curve`` (the measured median extrapolated at the fitted exponent).
     """
-    tol = check_positive(tol, "tol")
-    lo, hi = (float(predicted), float(predicted)) if np.isscalar(predicted) else map(float, predicted)  # type: ignore[arg-type]
-    if lo > hi:
-        raise ValueError(f"predicted interval must have lo <= hi, got ({lo}, {hi})")
-    if not math.isfinite(fit.slope):
-        return False, "not finite"
-    if lo - tol <= fit.slope <= hi + tol:
-        return True, "consistent"
-    if fit.slope < lo - tol:
-        return bool(faster_allowed), "faster"
-    return False, "slower"
+    ns = sorted({int(r["n"]) for r in records})
+    fit = fit_loglog_slope([r["n"] for r in records], [r["value"] for r in records], rng=rng, statistic="median",
+                           n_boot=n_boot, worst_over=[r["member"] for r in records] if entry.family else None)
+    lo, hi = entry.predicted(ns)
+    row: dict[str, Any] = {
+        "entry": entry.key, "spec": entry.spec, "algorithm": entry.algorithm, "problem": entry.problem,
+        "measure": entry.measure, "n_min": ns[0], "n_max": ns[-1], "pred_lo": lo, "pred_hi": hi,
+        "tol": entry.tolerance(profile), "fit": fit, "measured": fit.slope, "ci_low": fit.ci_low,
+        "ci_high": fit.ci_high, "ratio_first": _top_ratio(records, ns[0]), "ratio_last": _top_ratio(records, ns[-1]),
+        "eps_target": entry.epsilon if entry.private else math.nan, "relation": entry.relation or "non-private",
+        "eps_certified": max(float(r["eps_certified"]) for r in records) if entry.private else math.nan,
+        "delta": DELTA_RULE if entry.private else "", "needs_n_bound": math.nan, "needs_n_curve": math.nan}
+    if "eps_add_remove" in records[0]:
+        row["eps_add_remove"] = max(float(r["eps_add_remove"]) for r in records)
+    row["learns"] = row["ratio_last"] < 0.5
+    if not row["learns"]:
+        row["needs_n_curve"] = needed_n_extrapolated(ns[-1], row["ratio_last"], min(fit.slope, -1e-9))
+        row["needs_n_bound"] = entry.needed_n() if entry.needed_n is not None else math.nan
+    return row
+
+
+def atlas_table(records: Sequence[dict[str, Any]], profile: str, *, seed: int, n_boot: int) -> list[dict[str, Any]]:
+    """:func:`entry_row` of every entry with records, in registry order."""
+    return [entry_row(e, [r for r in records if r["key"] == e.key], profile, rng=np.random.default_rng([seed, i]),
+                      n_boot=n_boot) for i, e in enumerate(ATLAS) if any(r["key"] == e.key for r in records)]
+
+
+def d_table(records: Sequence[dict[str, Any]], profile: str, *, seed: int, n_boot: int) -> list[dict[str, Any]]:
+    """Fit of the error against ``d`` at fixed ``n`` per entry with a sweep in ``d``, with its prediction:
+    ``d_range`` (polynomial methods) or the local slope of ``d_shape`` (polylogarithmic ones)."""
+    rows = []
+    for i, e in enumerate(ATLAS):
+        rr = [r for r in records if r["key"] == e.key]
+        if not rr:
+            continue
+        fit = fit_loglog_slope([r["d"] for r in rr], [r["value"] for r in rr], statistic="median",
+                               rng=np.random.default_rng([seed, 50 + i]), n_boot=n_boot)
+        lo, hi = e.d_range if e.d_range is not None else (d_exponent(e, e.d_grid(profile)),) * 2
+        ratios = [float(np.median([r["value"] / r["trivial"] for r in rr if r["d"] == d])) for d in e.d_grid(profile)]
+        rows.append({"entry": e.key, "problem": e.d_problem, "shape": e.d_shape_text, "pred_lo": lo, "pred_hi": hi,
+                     "fit": fit, "measured": fit.slope, "ci_low": fit.ci_low, "ci_high": fit.ci_high,
+                     "polylog": e.d_range is None, "max_ratio": max(ratios), "tol": e.tolerance(profile),
+                     "eps_ok": all(not (r["eps_certified"] > r["eps_target"] * (1 + 1e-9)) for r in rr)})
+    return rows
+
+
+def _fmt_n(n: float) -> str:
+    return "inf" if not math.isfinite(n) else f"{n:.2g}"
+
+
+def atlas_verdict(verdict: Verdict, table: Sequence[dict[str, Any]], table_d: Sequence[dict[str, Any]]) -> None:
+    """The atlas's verdict rows: per entry the two-sided exponent check, learning (median error at the largest
+    ``n`` below half the trivial error) or, for an entry that has not learned yet, a strictly decreasing median
+    with the ``n`` it needs in the row's text; the certificate (with its relation); then the sweep in ``d``: every
+    polylogarithmic method's 95% interval of the exponent in ``d`` below every polynomial one's, and the ledgers.
+    (The exponents in ``d`` themselves are reported, not checked: with few replicates per ``d`` their bootstrap
+    intervals are narrower than the spread between seeds.)"""
+    for t in table:
+        verdict.check_exponent(f"{t['entry']}: exponent in n", t["fit"], (t["pred_lo"], t["pred_hi"]), t["tol"])
+        if t["learns"]:
+            verdict.check_at_most(f"{t['entry']}: learns at n = {t['n_max']} (median / trivial)", t["ratio_last"],
+                                  0.5, fmt=".3f")
+        else:
+            need = f"needs n ~ {_fmt_n(t['needs_n_curve'])} (measured curve extrapolated)"
+            if math.isfinite(t["needs_n_bound"]):
+                need += f", {_fmt_n(t['needs_n_bound'])} (theorem's bound with constants)"
+            verdict.check(f"{t['entry']}: median / trivial decreases over the grid (not yet learned)",
+                          t["ratio_last"] < t["ratio_first"], f"{t['ratio_first']:.3f} -> {t['ratio_last']:.3f}",
+                          predicted=f"decreasing; {need}")
+        if t["eps_target"] == t["eps_target"]:
+            verdict.check_at_most(f"{t['entry']}: certified eps ({t['relation']}, delta = {t['delta']})",
+                                  t["eps_certified"], t["eps_target"] * (1 + 1e-9), what="target", fmt=".4f")
+    if not table_d:
+        return
+    poly_lo = min(t["ci_low"] for t in table_d if not t["polylog"])
+    log_hi = max(t["ci_high"] for t in table_d if t["polylog"])
+    verdict.check("polylog methods below polynomial ones in d", log_hi < poly_lo,
+                  f"max CI high (polylog) {log_hi:+.3f}", predicted=f"< min CI low (Euclidean) {poly_lo:+.3f}")
+    verdict.check("d-sweep ledgers certify their targets", all(t["eps_ok"] for t in table_d), "all runs")
 
 
 def d_exponent(entry: AtlasEntry, ds: Any) -> float:
@@ -488,3 +687,80 @@ def d_exponent(entry: AtlasEntry, ds: Any) -> float:
     if ds.size < 2:
         raise ValueError("ds must contain at least two dimensions")
     return float(np.polyfit(np.log(ds), np.log([entry.d_shape(float(d)) for d in ds]), 1)[0])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Figure
+# ---------------------------------------------------------------------------------------------------------
+_PALETTE = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#000000", "#882255", "#999933",
+            "#44AA99", "#332288")
+
+
+def _style(key: str) -> dict[str, Any]:
+    i = [e.key for e in ATLAS].index(key)
+    return {"color": _PALETTE[i % len(_PALETTE)], "marker": "os^vDP<>*hX"[i % 11]}
+
+
+def _curve(records: Sequence[dict[str, Any]], x: str, family: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per ``x``: the median of ``value`` (of the worst member for a family)."""
+    xs = sorted({r[x] for r in records})
+    if family:
+        return np.array(xs, float), np.array([_worst_median(records, n) for n in xs])
+    return np.array(xs, float), np.array([np.median([r["value"] for r in records if r[x] == v]) for v in xs])
+
+
+def plot_atlas(axes: Any, rec_n: Sequence[dict[str, Any]], table: Sequence[dict[str, Any]],
+               rec_d: Sequence[dict[str, Any]], table_d: Sequence[dict[str, Any]]) -> None:
+    """The atlas figure on a 2 x 2 grid: (a) excess risk and (b) duality gap against ``n`` (median, worst member
+    for families) with the predicted slope as a dashed guide, (c) error against ``d``, (d) fitted exponents with
+    their 95% intervals against the predicted range (dark) and the tolerance (light)."""
+    panels = {"excess risk": axes[0, 0], "duality gap": axes[0, 1]}
+    for t in table:
+        e, st = get_entry(t["entry"]), _style(t["entry"])
+        ns, med = _curve([r for r in rec_n if r["key"] == e.key], "n", bool(e.family))
+        ax = panels[e.measure]
+        ax.plot(ns, med, label=f"{e.key} ({t['measured']:+.2f})", **st)
+        ax.plot(ns, med[0] * (ns / ns[0]) ** t["pred_hi"], ls="--", lw=1, color=st["color"])
+    for (name, ax), title in zip(panels.items(), ("(a) convex programs", "(b) saddle points"), strict=True):
+        ax.set(xscale="log", yscale="log", xlabel="$n$", ylabel=f"{name} (median; worst member)", title=title)
+        ax.legend(fontsize=7, title="entry (measured slope); dashed: predicted", title_fontsize=7)
+    ax = axes[1, 0]
+    for t in table_d:
+        ds, med = _curve([r for r in rec_d if r["key"] == t["entry"]], "d", False)
+        st = _style(t["entry"])
+        ax.plot(ds, med, label=f"{t['entry']} ({t['measured']:+.2f})", **st)
+        ax.plot(ds, med[0] * (ds / ds[0]) ** t["pred_lo"], ls="--", lw=1, color=st["color"])
+    ax.set(xscale="log", yscale="log", xlabel="$d$", ylabel="error at fixed $n$ (median)",
+           title="(c) error vs d at fixed n (dashed: predicted, lower end)")
+    ax.legend(fontsize=7, loc="lower right")
+    ax = axes[1, 1]
+    ys = np.arange(len(table))[::-1]
+    for y, t in zip(ys, table, strict=True):
+        ax.plot([t["pred_lo"] - t["tol"], t["pred_hi"] + t["tol"]], [y, y], color="0.85", lw=9, solid_capstyle="butt")
+        pad = 0.01 if t["pred_hi"] - t["pred_lo"] < 0.02 else 0.0
+        ax.plot([t["pred_lo"] - pad, t["pred_hi"] + pad], [y, y], color="0.45", lw=9, solid_capstyle="butt")
+        ax.errorbar(t["measured"], y, xerr=[[t["measured"] - t["ci_low"]], [t["ci_high"] - t["measured"]]],
+                    fmt="o", color=_style(t["entry"])["color"], capsize=3)
+    ax.set_yticks(ys, [t["entry"] for t in table], fontsize=8)
+    ax.set(xlabel="exponent in $n$", title="(d) measured (95% CI) vs predicted (dark), tolerance (light)")
+    ax.grid(axis="y", visible=False)
+
+
+def table_rows(table: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The atlas table for display: one row per entry."""
+    out = []
+    for t in table:
+        pred = f"{t['pred_lo']:+.2f}" if t["pred_hi"] - t["pred_lo"] < 0.005 else \
+            f"[{t['pred_lo']:+.2f}, {t['pred_hi']:+.2f}]"
+        eps = "non-private" if t["eps_target"] != t["eps_target"] else \
+            f"{t['eps_certified']:.3f} / {t['eps_target']:g}, delta = {t['delta']}, {t['relation']}"
+        if "eps_add_remove" in t:
+            eps += f" (add/remove: {t['eps_add_remove']:.3f})"
+        need = "learns" if t["learns"] else f"needs n ~ {_fmt_n(t['needs_n_curve'])} (curve)" + (
+            f", {_fmt_n(t['needs_n_bound'])} (bound)" if math.isfinite(t["needs_n_bound"]) else "")
+        out.append({"entry": t["entry"], "algorithm": t["algorithm"], "problem": t["problem"],
+                    "n": f"{t['n_min']}-{t['n_max']}", "predicted": f"{pred} +- {t['tol']:g}",
+                    "measured [95% CI]": f"{t['measured']:+.2f} [{t['ci_low']:+.2f}, {t['ci_high']:+.2f}]",
+                    "median / trivial": f"{t['ratio_first']:.2f} -> {t['ratio_last']:.2f}", "at n_max": need,
+                    "certified eps / target": eps})
+    return out
