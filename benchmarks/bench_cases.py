@@ -305,19 +305,21 @@ def sweep_grid(n_grid: dict[str, tuple[int, ...]] | None = None) -> list[dict[st
 # ------------------------------------------------------------------------------------------ streaming
 #: The streaming case of the issue "streaming data": Poly-SFW (Spec F1) on ``STREAM_N`` records of
 #: ``hard_least_squares(1.0, STREAM_D, set_kind="l1ball")`` streamed in blocks of ``STREAM_BLOCK`` records, at
-#: ``(STREAM_EPSILON, STREAM_DELTA)``; acceptance: peak memory under ``STREAM_TARGET_MB``.
+#: ``(STREAM_EPSILON, n^-1.1)`` by the accountant ``"best"``; acceptance: peak memory under ``STREAM_TARGET_MB``.
 STREAM_N = 10_000_000
 STREAM_D = 100
 STREAM_BLOCK = 65_536
 STREAM_EPSILON = 2.0
-STREAM_DELTA = 1e-8
 STREAM_TARGET_MB = 1024.0
 
 
 def stream_poly_sfw(*, n: int = STREAM_N, d: int = STREAM_D, block_size: int = STREAM_BLOCK, seed: int = 0,
-                    accountant: str = "advanced", epsilon: float = STREAM_EPSILON,
-                    delta: float = STREAM_DELTA) -> dict[str, Any]:
+                    accountant: str = "best", epsilon: float = STREAM_EPSILON,
+                    delta: float | None = None) -> dict[str, Any]:
     """One streamed Poly-SFW run in this process, measured: wall and CPU seconds, peak RSS, excess risk.
+
+    ``delta`` defaults to the book's rule ``n^-1.1`` (:func:`dpsco_lib.experiments.delta_for_n`); the accountant
+    to the library's default ``"best"``.
 
     The records are ``problem.stream(n, default_rng(seed), block_size)`` (never all in memory), the algorithm's
     generator is ``default_rng(seed + 1000)``. ``seconds`` covers the stream's construction and the run;
@@ -327,8 +329,10 @@ def stream_poly_sfw(*, n: int = STREAM_N, d: int = STREAM_D, block_size: int = S
     import resource
 
     from dpsco_lib.algorithms.poly_sfw import run_poly_sfw
+    from dpsco_lib.experiments import delta_for_n
     from dpsco_lib.problems.least_squares import hard_least_squares
 
+    delta = delta_for_n(n) if delta is None else float(delta)
     problem = hard_least_squares(1.0, d, set_kind="l1ball")
     trivial = problem.excess_risk(problem.feasible_set.center())  # solves the population optimum (untimed)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
