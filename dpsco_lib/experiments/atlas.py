@@ -514,7 +514,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
     AtlasEntry(
         key="A4 boosted", spec="A4", algorithm="run_boosted_saddle", problem="matrix game 20 x 20",
         measure="duality gap", epsilon=1.0, d=20, n_smoke=(512_000, 1_024_000), n_paper=(512_000, 1_024_000),
-        prediction=_bound_range(a4_bound), tol=(0.15, 0.1),
+        prediction=_bound_range(a4_bound), tol=(0.2, 0.1),
         rate="log(d)/sqrt n + log(d)/sqrt(n eps) with probability 1 - beta (Thm 3.20, beta = 0.05)",
         regime="boosts Algorithm 3 run on n/(2k) records per candidate (k = 7); at smaller n the selection of the "
                "best of k poor, spread-out candidates gains a factor that shrinks with n, which flattens the curve",
@@ -522,7 +522,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
     ),
     AtlasEntry(
         key="A5 anytime SMD", spec="A5", algorithm="run_anytime_smd_sco", problem="simplex LS, d = 50",
-        measure="excess risk", epsilon=1.0, d=50, n_smoke=(4000, 64_000), n_paper=(4000, 16_000, 64_000),
+        measure="excess risk", epsilon=1.0, d=50, n_smoke=(4000, 16_000, 64_000), n_paper=(4000, 16_000, 64_000),
         prediction=_bound_range(a5_bound),
         rate="sqrt(log d/n) + log d/sqrt(n eps) (second-order smooth; L2 = 0 for least squares)",
         regime="second-order parameters; both terms decay like n^(-1/2) up to the bound model's lower-order terms",
