@@ -112,7 +112,9 @@ def load_streaming(res: dict[str, Any], *, live_n: int, seed: int) -> tuple[dict
     live streamed run of ``live_n`` records (same problem, block size and privacy target; fresh interpreter)."""
     st = res.get("streaming")
     if st is not None:
-        return st, f"stored by `run.py --only streaming` at {st['created_utc']} on {_machine(st['machine'])}"
+        return st, (f"stored by `run.py --only streaming` at {st['created_utc']} on {_machine(st['machine'])}; "
+                    f"load average (1, 5, 15 min) {st['loadavg_before']} before (wall time grows with the load, "
+                    "CPU time much less)")
     st = bench.bench_streaming(n=int(live_n), seeds=(seed,), accountants=("best",), log=lambda *a: None)
     return st, (f"measured live in this notebook at n = {live_n:.0e} (no stored run of n = {bc.STREAM_N:.0e}: "
                 f"`python benchmarks/run.py --only streaming`) on {_machine(st['machine'])}")
