@@ -137,6 +137,9 @@ class AtlasEntry:
         Members of an instance family (empty: one fixed instance); the worst case over them is fitted.
     family_name : str
         What a member is (``"mult"``, ``"alpha"``).
+    rep_factor : int
+        Replicates of this entry per ``n`` (and member) are ``rep_factor`` times the notebook's (for heavy-tailed
+        or discrete-valued errors, whose bootstrap intervals are too narrow with few replicates).
     needed_n : callable, optional
         ``() -> n`` at which the theorem's bound with constants reaches half the trivial error (median).
     label : str or None
@@ -163,6 +166,7 @@ class AtlasEntry:
     relation: str = REPLACE_ONE
     family: tuple[float, ...] = ()
     family_name: str = ""
+    rep_factor: int = 1
     needed_n: Callable[[], float] | None = None
     label: str | None = None
     d_smoke: tuple[int, ...] = ()
@@ -523,7 +527,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
     AtlasEntry(
         key="A5 anytime SMD", spec="A5", algorithm="run_anytime_smd_sco", problem="simplex LS, d = 50",
         measure="excess risk", epsilon=1.0, d=50, n_smoke=(4000, 16_000, 64_000), n_paper=(4000, 16_000, 64_000),
-        prediction=_bound_range(a5_bound),
+        prediction=_bound_range(a5_bound), rep_factor=2,
         rate="sqrt(log d/n) + log d/sqrt(n eps) (second-order smooth; L2 = 0 for least squares)",
         regime="second-order parameters; both terms decay like n^(-1/2) up to the bound model's lower-order terms",
         runner=_runner("A5 anytime SMD", "simplex LS", 1.0, hyper=(("regime", "second_order"),)),
@@ -544,17 +548,18 @@ def atlas_grid(profile: str, sweep: str = "n") -> list[dict[str, Any]]:
     if sweep == "d":
         return [{"key": e.key, "n": e.n_for_d, "d": d, "sweep": "d", "member": 0.0}
                 for e in ATLAS for d in e.d_grid(profile)]
-    return [{"key": e.key, "n": n, "d": e.d, "sweep": "n", "member": float(m)}
-            for e in ATLAS for n in e.n_grid(profile) for m in (e.family or (0.0,))]
+    return [{"key": e.key, "n": n, "d": e.d, "sweep": "n", "member": float(m), "rep": k} for e in ATLAS
+            for n in e.n_grid(profile) for m in (e.family or (0.0,)) for k in range(e.rep_factor)]
 
 
 def atlas_task(*, rng: np.random.Generator, key: str, n: int, d: int, sweep: str = "n",
-               member: float = 0.0) -> dict[str, float]:
+               member: float = 0.0, rep: int = 0) -> dict[str, float]:
     """Sweep function of the atlas: run entry ``key`` once on ``n`` fresh records in dimension ``d``.
 
     ``sweep="d"`` uses the entry's ``d_runner`` when it has one; ``member`` selects the family member of a family
-    entry. Returns ``value`` (exact excess risk or duality gap), ``eps_certified`` and ``eps_target`` (NaN if
-    non-private), ``delta`` (``n^-1.1``), ``trivial`` (error of the start point, or of ``x = 0`` on a family
+    entry; ``rep`` only tells extra replicates of an entry with ``rep_factor > 1`` apart (their grid points, hence
+    their generators, differ). Returns ``value`` (exact excess risk or duality gap), ``eps_certified`` and
+    ``eps_target`` (NaN if non-private), ``delta`` (``n^-1.1``), ``trivial`` (error of the start point, or of ``x = 0`` on a family
     member) and any entry-specific diagnostics.
     """
     rng = check_rng(rng)
