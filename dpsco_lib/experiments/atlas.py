@@ -559,8 +559,8 @@ def atlas_task(*, rng: np.random.Generator, key: str, n: int, d: int, sweep: str
     ``sweep="d"`` uses the entry's ``d_runner`` when it has one; ``member`` selects the family member of a family
     entry; ``rep`` only tells extra replicates of an entry with ``rep_factor > 1`` apart (their grid points, hence
     their generators, differ). Returns ``value`` (exact excess risk or duality gap), ``eps_certified`` and
-    ``eps_target`` (NaN if non-private), ``delta`` (``n^-1.1``), ``trivial`` (error of the start point, or of ``x = 0`` on a family
-    member) and any entry-specific diagnostics.
+    ``eps_target`` (NaN if non-private), ``delta`` (``n^-1.1``), ``trivial`` (error of the start point, or of
+    ``x = 0`` on a family member) and any entry-specific diagnostics.
     """
     rng = check_rng(rng)
     entry = get_entry(key)
