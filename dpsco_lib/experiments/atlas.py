@@ -509,7 +509,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
     AtlasEntry(
         key="A3 bias-reduced SMD", spec="A3", algorithm="run_bias_reduced_smd_saddle", problem="matrix game 20 x 20",
         measure="duality gap", epsilon=1.0, d=20, n_smoke=(32_000, 64_000, 128_000),
-        n_paper=(32_000, 64_000, 128_000), prediction=_bound_range(a3_bound), tol=(0.15, 0.15),
+        n_paper=(32_000, 64_000, 128_000), prediction=_bound_range(a3_bound), tol=(0.15, 0.15), rep_factor=2,
         rate="log(d)/sqrt n + log(d)/sqrt(n eps) (constant probability, Thm 3.14)",
         regime="default parameters (accountant best, M2 = L0^2 as L2 = 0); the private term dominates; the grid "
                "starts where the bound falls to the trivial gap (below it the median gap is near or above it)",
