@@ -10,6 +10,9 @@ r"""Experiments of notebook 16 (sparse gradients, Z1-Z3) at :math:`\varepsilon =
   problem, solved here to high accuracy), output perturbation with and without projection, and DP-SGD calibrated
   for the replace-one target through the explicit add/remove conversion
   (:func:`~dpsco_lib.experiments.lecture_checks.replace_one_target`).
+* Z3: the bias of the bias-reduced gradient against the single-record Z1 estimator on a linear loss (Monte Carlo,
+  compared by the one-sided statistic of :func:`bias_gap_z`), and full bias-reduced DP-SGD runs under the privacy
+  filter (:func:`z3_run`).
 
 Reference: Ghazi et al. (2024), "DP optimization with sparse gradients".
 """
@@ -26,16 +29,26 @@ import scipy.sparse as sp
 
 from dpsco_lib._validation import check_int
 from dpsco_lib.algorithms.dp_sgd import run_dp_sgd  # re-exported for the notebook
-from dpsco_lib.algorithms.sparse import run_output_perturbation, sample_sparse_vectors, sparse_mean_estimate
+from dpsco_lib.algorithms.sparse import (
+    SparseLogisticSampler,
+    bias_reduced_gradient,
+    run_bias_reduced_dp_sgd,
+    run_output_perturbation,
+    sample_sparse_vectors,
+    sparse_mean_estimate,
+)
 from dpsco_lib.experiments.lecture_checks import local_slope, replace_one_certificate, replace_one_target
 from dpsco_lib.experiments.tables import delta_for_n
 from dpsco_lib.geometry.sets import L1Ball, project_l1_ball
 from dpsco_lib.privacy.accounting.budget import gaussian_noise_multiplier
-from dpsco_lib.problems import LogisticRegression
+from dpsco_lib.problems import Dataset, LogisticRegression
 
 __all__ = [
     "ActiveSetLogisticSampler",
+    "LinearSparse",
     "Z1_FAMILY",
+    "bias_and_se",
+    "bias_gap_z",
     "worst_ratio_at",
     "z1_bound",
     "z1_error_task",
@@ -45,6 +58,8 @@ __all__ = [
     "z2_exponent_range",
     "z2_instance",
     "z2_optimum",
+    "z3_bias_draws",
+    "z3_run",
 ]
 
 Z1_FAMILY = ("interior", "boundary")
@@ -202,3 +217,89 @@ def worst_ratio_at(records: Sequence[dict[str, Any]], where: dict[str, Any], y: 
         grp = [r for r in rr if r[family] == g]
         out = max(out, float(np.median([r[y] for r in grp])) / float(grp[0]["trivial"]))
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Z3
+# ---------------------------------------------------------------------------------------------------------
+class LinearSparse:
+    r"""The linear loss :math:`f(x; z) = \langle z, x\rangle` over the :math:`\ell_1` ball of radius 2 in
+    :math:`\mathbb R^d`: the per-sample gradient is the record, so :math:`\nabla F_S = \bar z` exactly
+    (:math:`L = 1` for unit-norm records)."""
+
+    L0, L1, p = 1.0, 0.0, 2.0
+
+    def __init__(self, d: int) -> None:
+        self.d = check_int(d, "d", lo=1)
+        self.feasible_set = L1Ball(self.d, 2.0)
+
+    def grad(self, x: np.ndarray, data: Any) -> np.ndarray:
+        """Per-sample gradients: the records themselves."""
+        return np.asarray(data.X)
+
+    def loss(self, x: np.ndarray, data: Any) -> np.ndarray:
+        """Per-sample losses."""
+        return np.asarray(data.X) @ x
+
+    def mean_grad(self, x: np.ndarray, data: Any) -> np.ndarray:
+        """Gradient of the empirical risk (the mean record)."""
+        return np.asarray(data.X).mean(axis=0)
+
+
+def bias_and_se(G: np.ndarray, target: np.ndarray) -> tuple[float, float]:
+    r"""Monte-Carlo bias norm :math:`\|\bar G - t\|_2` of the draws ``G`` (one per row) and its standard error
+    :math:`\|(\mathrm{sd}_j(G)/\sqrt M)_j\|_2` (population standard deviation per coordinate)."""
+    G = np.asarray(G, dtype=np.float64)
+    if G.ndim != 2 or G.shape[0] < 2:
+        raise ValueError(f"G must be a 2-d array with at least 2 rows, got shape {G.shape}")
+    b = G.mean(axis=0) - np.asarray(target, dtype=np.float64)
+    se = G.std(axis=0) / math.sqrt(G.shape[0])
+    return float(np.linalg.norm(b)), float(np.linalg.norm(se))
+
+
+def bias_gap_z(bias_a: float, se_a: float, bias_b: float, se_b: float) -> float:
+    r"""One-sided statistic :math:`z = (b_a - b_b)/\sqrt{s_a^2 + s_b^2}` for "estimator ``b`` is less biased
+    than ``a``"; :math:`z \ge 3` has false-alarm probability about :math:`10^{-3}` if the biases were equal."""
+    if se_a < 0 or se_b < 0 or se_a == se_b == 0:
+        raise ValueError(f"standard errors must be >= 0 and not both 0, got {se_a}, {se_b}")
+    return (float(bias_a) - float(bias_b)) / math.hypot(se_a, se_b)
+
+
+def z3_bias_draws(n: int, d: int, s: int, *, draws: int, eps0: float, seed: int) -> dict[str, float]:
+    r"""Z3 bias experiment on :class:`LinearSparse` with ``n`` random ``s``-sparse unit-norm records in
+    :math:`\mathbb R^d` at :math:`x = 0`: ``draws`` bias-reduced gradients and ``draws`` single-record Z1
+    estimates (Laplace, :math:`\varepsilon_0` per release). Returns both bias norms, their standard errors,
+    :func:`bias_gap_z` and :math:`\|\nabla F_S\|_2`."""
+    draws = check_int(draws, "draws", lo=2)
+    Z = sample_sparse_vectors(n, d, s, 1.0, np.random.default_rng(seed)).toarray()
+    lin, data, full = LinearSparse(d), Dataset(Z), Z.mean(axis=0)
+    rng = np.random.default_rng(seed + 1)
+    Gs = np.array([bias_reduced_gradient(lin, data, np.zeros(d), sparsity=s, eps0=eps0, rng=rng)[0]
+                   for _ in range(draws)])
+    G1 = np.array([sparse_mean_estimate(Z[[int(rng.integers(n))]], sparsity=s, norm_bound=1.0, epsilon=eps0,
+                                        rng=rng).x for _ in range(draws)])
+    (b_br, se_br), (b_1, se_1) = bias_and_se(Gs, full), bias_and_se(G1, full)
+    return {"bias_br": b_br, "se_br": se_br, "bias_1": b_1, "se_1": se_1, "z": bias_gap_z(b_1, se_1, b_br, se_br),
+            "grad_norm": float(np.linalg.norm(full)), "draws": float(draws)}
+
+
+def z3_run(*, rng: np.random.Generator, eps0: float, data_seed: int, n: int = 1024, d: int = 50, s: int = 4,
+           epsilon: float = 1.0) -> dict[str, float]:
+    r"""One bias-reduced DP-SGD run (step 0.2, filter budget :math:`(\varepsilon, n^{-1.1})`) on sparse logistic
+    data (:math:`w = 2` on the first ``s`` coordinates, :math:`\ell_1` ball of radius 20). Returns the steps
+    admitted, the filter spend, the ledger certificate, whether the filter stopped the run, the mean level, and
+    the excess empirical risk of the output and of the trivial output 0 (the optimum by :func:`z2_optimum`)."""
+    w = np.zeros(d)
+    w[:s] = 2.0
+    prob = LogisticRegression(L1Ball(d, 20.0), 2.0, feature_bound=1.0, sampler=SparseLogisticSampler(w, s),
+                              population_size=10)
+    data = prob.sample(n, np.random.default_rng(data_seed))
+    dlt = delta_for_n(n)
+    r = run_bias_reduced_dp_sgd(prob, data, epsilon=epsilon, delta=dlt, sparsity=s, step_size=0.2, eps0=eps0,
+                                rng=rng)
+    f_star = z2_optimum(prob, data, d)
+    return {"steps": r.info["steps"], "filter_spent": r.info["filter_spent"], "ledger_eps": r.certified_epsilon(dlt),
+            "stopped_by_filter": float(r.info["stopped_by_filter"]),
+            "mean_level": float(np.mean(r.info["levels"])) if r.info["steps"] else math.nan,
+            "excess": float(np.mean(prob.loss(r.x, data))) - f_star,
+            "trivial": float(np.mean(prob.loss(np.zeros(d), data))) - f_star}
