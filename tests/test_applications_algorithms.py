@@ -222,7 +222,8 @@ def test_query_release_instance_family(game: LinearQueryGame) -> None:
         g = query_release_instance(game, 64, lab, rng)
         assert g.records.size == 64 and np.array_equal(g.Q, game.Q)
         if support is not None:
-            assert np.unique(g.records).size == support and np.ptp(np.bincount(g.records, minlength=g.N)[g.histogram > 0]) <= 1
+            counts = np.bincount(g.records, minlength=g.N)[g.histogram > 0]
+            assert np.unique(g.records).size == support and np.ptp(counts) <= 1
     with pytest.raises(ValueError, match="instance"):
         query_release_instance(game, 10, "dense", rng)
     with pytest.raises(TypeError, match="rng"):
