@@ -128,9 +128,26 @@ def test_timings_table(tmp_path):
     (tmp_path / EXECUTED / "timings-smoke.json").write_text(json.dumps({"notebooks/01_a.ipynb": 12.345}))
     (tmp_path / EXECUTED / "timings-paper.json").write_text("not json")
     table = timings_table(tmp_path).splitlines()
-    assert table[0] == "| notebook | smoke (s) | paper (s) |"
-    assert table[2] == "| `01_a` | 12.3 | \u2014 |"
-    assert table[3] == "| `02_b` | \u2014 | \u2014 |"
+    assert table[0] == "| notebook | smoke (s) | full (s) | paper (s) |"
+    assert table[2] == "| `01_a` | 12.3 | \u2014 | \u2014 |"
+    assert table[3] == "| `02_b` | \u2014 | \u2014 | \u2014 |"
+
+
+def test_every_figure_cell_has_a_caption_and_alt_text():
+    """A code cell that shows a figure (``plt.show()``) carries ``mystnb.figure`` (name, caption) and
+    ``mystnb.image.alt``: without them the page shows an unlabelled image whose alt text is its file name."""
+    import json
+
+    missing = []
+    for nb in toc_notebooks(ROOT):
+        for i, cell in enumerate(json.loads(nb.read_text())["cells"]):
+            if cell["cell_type"] != "code" or "plt.show()" not in "".join(cell["source"]):
+                continue
+            meta = cell.get("metadata", {}).get("mystnb", {})
+            figure, alt = meta.get("figure", {}), meta.get("image", {}).get("alt", "")
+            if not (figure.get("name") and figure.get("caption") and alt.strip()):
+                missing.append(f"{nb.stem} cell {i}")
+    assert not missing, f"figure cells without a caption, a name or alt text: {missing}"
 
 
 def test_every_theorem_box_is_in_a_part_summary_table():
