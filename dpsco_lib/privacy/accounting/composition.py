@@ -180,7 +180,10 @@ def kov_delta(eps0: float, *, k: int, epsilon: float) -> float:
     return _kov_delta_unchecked(eps0, k, epsilon)
 
 
+@lru_cache(maxsize=1024)
 def _kov_epsilon_unchecked(eps0: float, k: int, delta: float) -> float:
+    # cached: ~30 O(k) passes, and a calibration asks for the same point twice (kov_per_step_epsilon's final
+    # check, then the ledger's certificate of the solved eps0)
     if delta == 0:
         return k * eps0
     if _kov_delta_unchecked(eps0, k, 0.0) <= delta:
