@@ -164,3 +164,19 @@ def test_draw_counts_match_ledgers():
     redraws = r5.trace["redraw_steps"].size
     made5 = r5.params["K"] * (redraws - 1) + int(r5.trace["output_counts"].sum())
     assert made5 == r5.ledger.total_count
+
+
+def test_check_audit_pair_rows():
+    from dpsco_lib.experiments import Verdict
+    from dpsco_lib.experiments.smd_checks import check_audit_pair
+
+    ok = {"caught": False, "audited lower bound": 0.4, "claimed eps": 1.0}
+    bad = {"caught": True, "audited lower bound": 1.7, "claimed eps": 1.0}
+    v = Verdict("t")
+    check_audit_pair(v, "A9", [ok, bad])
+    assert [r.passed for r in v.rows] == [True, True]
+    v2 = Verdict("t")
+    check_audit_pair(v2, "A9", [bad, ok])  # a correct run flagged and a broken one missed: both rows fail
+    assert [r.passed for r in v2.rows] == [False, False]
+    with pytest.raises(ValueError, match="audit"):
+        check_audit_pair(Verdict("t"), "A9", [ok])

@@ -30,7 +30,7 @@ from dpsco_lib.algorithms.private_smd_saddle import (
     run_private_smd_saddle,
     run_private_smd_saddle_many,
 )
-from dpsco_lib.experiments.analysis import SlopeFit, fit_loglog_slope, worst_case_curve
+from dpsco_lib.experiments.analysis import SlopeFit, Verdict, fit_loglog_slope, worst_case_curve
 from dpsco_lib.experiments.tables import delta_for_n
 from dpsco_lib.privacy.audit import canary_audit, epsilon_lower_bound_from_counts
 from dpsco_lib.problems.dataset import Dataset
@@ -50,6 +50,7 @@ __all__ = [
     "effective_n",
     "exponent_fits",
     "learning_rows",
+    "check_audit_pair",
     "long_format",
     "pairwise_separated",
     "plot_regimes",
@@ -210,6 +211,19 @@ def pairwise_separated(fits: Mapping[str, SlopeFit]) -> list[tuple[str, str, boo
             rows.append((a, b, ok, f"{a} [{fa.ci_low:+.3f}, {fa.ci_high:+.3f}] vs {b} [{fb.ci_low:+.3f}, "
                                    f"{fb.ci_high:+.3f}]"))
     return rows
+
+
+def check_audit_pair(verdict: Verdict, name: str, audit: Sequence[Mapping[str, Any]]) -> None:
+    """Add the two verdict rows of a whole-run canary audit (:func:`a1_audit`, :func:`a5_audit`): the correct
+    algorithm shows no violation (audited lower bound <= claimed eps) and the broken one (eps0 doubled) is caught
+    (lower bound > claimed eps). ``audit`` is ``[correct_row, broken_row]``."""
+    if len(audit) != 2:
+        raise ValueError(f"audit must hold [correct, broken] rows, got {len(audit)} rows")
+    ok_row, bad_row = audit
+    verdict.check(f"{name} audit, correct: no violation", not ok_row["caught"],
+                  f"lb {ok_row['audited lower bound']:.3f}", predicted=f"<= {ok_row['claimed eps']:.3f}")
+    verdict.check(f"{name} audit, broken (eps0 doubled): caught", bool(bad_row["caught"]),
+                  f"lb {bad_row['audited lower bound']:.3f}", predicted=f"> {bad_row['claimed eps']:.3f}")
 
 
 def learning_rows(long: Mapping[str, Mapping[str, np.ndarray]]) -> list[dict[str, Any]]:
