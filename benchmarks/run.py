@@ -429,18 +429,26 @@ def bench_streaming(
     accountants: tuple[str, ...] = ("best",),
     d: int = bc.STREAM_D,
     log: Any = print,
+    step_constants: tuple[float, ...] = (1.0,),
+    delta: float | None = None,
 ) -> dict[str, Any]:
     """Streamed Poly-SFW runs (:func:`bench_cases.stream_poly_sfw`), one at a time, each in a fresh interpreter.
 
     A fresh process per run makes ``peak_rss_mb`` (its ``ru_maxrss``) the memory of that run alone (plus the
     interpreter and imports, ``rss_before_mb``). Returns the runs, the largest peak against
-    ``bench_cases.STREAM_TARGET_MB`` and the median excess-risk ratio per accountant.
+    ``bench_cases.STREAM_TARGET_MB`` and the median excess-risk ratio per accountant and step constant
+    (key ``"<accountant>"`` for the default ``c = 1``, ``"<accountant>, c=<c>"`` otherwise); ``delta`` defaults
+    to ``n^-1.1``.
     """
     runs: list[dict[str, Any]] = []
     load_before = _loadavg()
-    for accountant in accountants:
+    def key(accountant: str, c: float) -> str:
+        return accountant if c == 1.0 else f"{accountant}, c={c:g}"
+
+    for accountant, c in [(a, float(c)) for a in accountants for c in step_constants]:
         for seed in seeds:
-            kw = {"n": int(n), "d": int(d), "block_size": int(block_size), "seed": int(seed), "accountant": accountant}
+            kw = {"n": int(n), "d": int(d), "block_size": int(block_size), "seed": int(seed), "accountant": accountant,
+                  "step_constant": c, "delta": delta}
             code = (f"import json, sys; sys.path.insert(0, {str(HERE)!r}); import bench_cases as bc; "
                     f"print(json.dumps(bc.stream_poly_sfw(**{kw!r})))")
             proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
@@ -448,10 +456,12 @@ def bench_streaming(
                 raise RuntimeError(f"streamed run {kw} failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
             run = json.loads(proc.stdout.strip().splitlines()[-1])
             runs.append(run)
-            log(f"streaming n={n} d={d} block={block_size} {accountant} seed {seed}: {run['seconds']:.1f} s, "
+            log(f"streaming n={n} d={d} block={block_size} {key(accountant, c)} seed {seed}: {run['seconds']:.1f} s, "
                 f"peak RSS {run['peak_rss_mb']:.0f} MB, excess/trivial {run['ratio']:.3f}")
     peak = max(r["peak_rss_mb"] for r in runs)
-    medians = {a: float(np.median([r["ratio"] for r in runs if r["accountant"] == a])) for a in accountants}
+    medians = {key(a, float(c)): float(np.median([r["ratio"] for r in runs if r["accountant"] == a
+                                                  and r["step_constant"] == float(c)]))
+               for a in accountants for c in step_constants}
     return {"created_utc": _now(), "case": "bench_cases.stream_poly_sfw", "algorithm": "run_poly_sfw (Spec F1)",
             "problem": f'hard_least_squares(1.0, {d}, set_kind="l1ball").stream(n, rng, block_size)',
             "n": int(n), "d": int(d), "block_size": int(block_size), "epsilon": bc.STREAM_EPSILON,
@@ -651,6 +661,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stream-seeds", default="0", help="comma-separated seeds of the streaming case")
     ap.add_argument("--stream-accountants", default="best",
                     help="comma-separated accountants of the streaming case (e.g. advanced,best)")
+    ap.add_argument("--stream-step-constants", default="1",
+                    help="comma-separated step constants c of the streaming case (eta = c ln(n/ln|V|)/T)")
+    ap.add_argument("--stream-delta", type=float, default=None, help="delta of the streaming case (default n^-1.1)")
     ap.add_argument("--time-command", default=None, metavar="CMD",
                     help='run and time a shell command (e.g. "make test"), merge it into build_times of --out; '
                          "exits with the command's status")
@@ -674,7 +687,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.only == "streaming":
         stream = bench_streaming(int(float(args.stream_n)), args.stream_block,
                                  tuple(int(s) for s in args.stream_seeds.split(",") if s.strip()),
-                                 tuple(a.strip() for a in args.stream_accountants.split(",") if a.strip()))
+                                 tuple(a.strip() for a in args.stream_accountants.split(",") if a.strip()),
+                                 step_constants=tuple(float(c) for c in args.stream_step_constants.split(",")
+                                                      if c.strip()),
+                                 delta=args.stream_delta)
         validate_extra({"streaming": stream})
         merge_results(out, {"streaming": stream})
         print(f"wrote streaming to {out}")
