@@ -43,7 +43,8 @@ or carries logarithmic factors, has a local slope between them over a finite gri
 - A3 ``run_bias_reduced_smd_saddle``: Thm 3.14's bound with this library's constants
   (:func:`~dpsco_lib.algorithms.bias_reduced_saddle.alg3_theory_params`): from -1/2 to its local slope.
 - A4 ``run_boosted_saddle``: A3's bound on the candidates' records, same range.
-- A5 ``run_anytime_smd_sco`` (second-order regime): from -1/2 to the local slope of Thm 4.2's bound model
+- A5 ``run_anytime_smd_sco`` (second-order regime), worst case over the planted family of notebook 12: from -1/2
+  to the local slope of Thm 4.2's bound model
   (:func:`~dpsco_lib.algorithms.anytime_smd.alg5_theory_params`).
 
 An entry whose median error at the largest ``n`` is not below half its trivial error reports the ``n`` it needs:
@@ -130,7 +131,10 @@ class AtlasEntry:
     runner : callable
         ``runner(n, d, rng, member) -> {"value", "eps_certified", "trivial", ...}``.
     tol : tuple of float
-        Exponent tolerance ``(smoke, paper)`` of :meth:`~dpsco_lib.experiments.Verdict.check_exponent`.
+        Exponent tolerance ``(smoke, paper)`` of :meth:`~dpsco_lib.experiments.Verdict.check_exponent`. The smoke
+        tolerance is about 3.3 seed-to-seed standard deviations of the smoke fit (5 replicates per point; measured
+        over 20 seeds: 0.02-0.04 for S1, S2, D4, F1, F3, A1, A5, 0.07 for F2, A3, A4), so each smoke check
+        false-alarms with probability about 1e-3; the paper profile has the narrow tolerances.
     relation : str
         Adjacency relation of the certificate column ("" when non-private).
     family : tuple of float
@@ -162,7 +166,7 @@ class AtlasEntry:
     rate: str
     regime: str
     runner: Runner
-    tol: tuple[float, float] = (0.12, 0.08)
+    tol: tuple[float, float] = (0.15, 0.08)
     relation: str = REPLACE_ONE
     family: tuple[float, ...] = ()
     family_name: str = ""
@@ -324,6 +328,21 @@ def run_fingerprint_lp(n: int, d: int, rng: np.random.Generator, member: float =
     return {"value": out["excess"], "trivial": out["trivial"], "eps_certified": out["certified_eps"]}
 
 
+def run_a5_planted(n: int, d: int, rng: np.random.Generator, member: float = 1.0, *,
+                   epsilon: float) -> dict[str, float]:
+    """One run of Algorithm 5 (second-order regime) on the planted linear family member with margin ``member``
+    (:func:`~dpsco_lib.experiments.smd_checks.a5_declared`, notebook 12), ``delta = n^-1.1``."""
+    from dpsco_lib.algorithms.anytime_smd import run_anytime_smd_sco
+    from dpsco_lib.experiments.smd_checks import a5_declared
+
+    prob = a5_declared("second_order", d, member)
+    delta = delta_for_n(n)
+    res = run_anytime_smd_sco(prob, prob.sample(n, rng), epsilon=epsilon, delta=delta, rng=rng,
+                              regime="second_order")
+    return {"value": max(float(prob.excess_risk(res.x)), 1e-12), "trivial": float(prob.trivial_excess()),
+            "eps_certified": float(res.ledger.epsilon(delta))}
+
+
 def _runner(algorithm: str, problem: str, epsilon: float | None, **kw: Any) -> Runner:
     """A picklable runner ``(n, d, rng, member) -> dict`` of :func:`run_on_shared_problem`."""
     return functools.partial(run_on_shared_problem, algorithm=algorithm, problem=problem, epsilon=epsilon, **kw)
@@ -365,12 +384,14 @@ def a4_bound(n: int, epsilon: float = 1.0) -> float:
 
 
 def a5_bound(n: int, epsilon: float = 1.0) -> float:
-    """Thm 4.2's bound model of Algorithm 5 on the simplex least squares (d = 50, second-order regime)."""
+    """Thm 4.2's bound model of Algorithm 5 on the planted linear family (d = 10, second-order regime, the
+    declared ``L0 = 3/2``, ``L1 = L2 = 0.15`` of :func:`~dpsco_lib.experiments.smd_checks.a5_declared`)."""
     from dpsco_lib.algorithms.anytime_smd import alg5_theory_params
+    from dpsco_lib.experiments.smd_checks import a5_declared
 
-    p = _ls(1.0, 50)
-    return float(alg5_theory_params(n, n_vertices=50, epsilon=epsilon, delta=delta_for_n(n), L0=p.L0, L1=p.L1,
-                                    L2=0.0, regime="second_order").bound)
+    p = a5_declared("second_order", 10, 1.0)
+    return float(alg5_theory_params(n, n_vertices=10, epsilon=epsilon, delta=delta_for_n(n), L0=p.L0, L1=p.L1,
+                                    L2=p.L2, regime="second_order").bound)
 
 
 def _bound_range(bound: Callable[[int], float]) -> Prediction:
@@ -482,7 +503,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
         n_smoke=(10_000, 30_000), n_paper=(10_000, 30_000, 100_000), prediction=(-2.0 / 3.0, -0.5),
         family=(1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0), family_name="mult",
         rate="(L0 D + L1 D^2) sqrt(ln|V|/n) ln n + (L0 D + L1 D^2) (ln|V| ln^2 n ln(1/delta)/(eps n))^(2/3)",
-        regime=_F_FAMILY + "; both terms matter", tol=(0.12, 0.08),
+        regime=_F_FAMILY + "; both terms matter", tol=(0.25, 0.08),
         runner=functools.partial(run_hard_linear, alg="tree_fw", epsilon=1.0),
     ),
     AtlasEntry(
@@ -509,7 +530,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
     AtlasEntry(
         key="A3 bias-reduced SMD", spec="A3", algorithm="run_bias_reduced_smd_saddle", problem="matrix game 20 x 20",
         measure="duality gap", epsilon=1.0, d=20, n_smoke=(32_000, 64_000, 128_000),
-        n_paper=(32_000, 64_000, 128_000), prediction=_bound_range(a3_bound), tol=(0.15, 0.15), rep_factor=2,
+        n_paper=(32_000, 64_000, 128_000), prediction=_bound_range(a3_bound), tol=(0.25, 0.15), rep_factor=2,
         rate="log(d)/sqrt n + log(d)/sqrt(n eps) (constant probability, Thm 3.14)",
         regime="default parameters (accountant best, M2 = L0^2 as L2 = 0); the private term dominates; the grid "
                "starts where the bound falls to the trivial gap (below it the median gap is near or above it)",
@@ -518,19 +539,21 @@ ATLAS: tuple[AtlasEntry, ...] = (
     AtlasEntry(
         key="A4 boosted", spec="A4", algorithm="run_boosted_saddle", problem="matrix game 20 x 20",
         measure="duality gap", epsilon=1.0, d=20, n_smoke=(512_000, 1_024_000), n_paper=(512_000, 1_024_000),
-        prediction=_bound_range(a4_bound), tol=(0.2, 0.1),
+        prediction=_bound_range(a4_bound), tol=(0.25, 0.1),
         rate="log(d)/sqrt n + log(d)/sqrt(n eps) with probability 1 - beta (Thm 3.20, beta = 0.05)",
         regime="boosts Algorithm 3 run on n/(2k) records per candidate (k = 7); at smaller n the selection of the "
                "best of k poor, spread-out candidates gains a factor that shrinks with n, which flattens the curve",
         needed_n=_a4_needed, runner=_runner("A4 boosted", "matrix game", 1.0),
     ),
     AtlasEntry(
-        key="A5 anytime SMD", spec="A5", algorithm="run_anytime_smd_sco", problem="simplex LS, d = 50",
-        measure="excess risk", epsilon=1.0, d=50, n_smoke=(4000, 16_000, 64_000), n_paper=(4000, 16_000, 64_000),
-        prediction=_bound_range(a5_bound), rep_factor=2,
-        rate="sqrt(log d/n) + log d/sqrt(n eps) (second-order smooth; L2 = 0 for least squares)",
-        regime="second-order parameters; both terms decay like n^(-1/2) up to the bound model's lower-order terms",
-        runner=_runner("A5 anytime SMD", "simplex LS", 1.0, hyper=(("regime", "second_order"),)),
+        key="A5 anytime SMD", spec="A5", algorithm="run_anytime_smd_sco", problem="planted linear family, d = 10",
+        measure="excess risk", epsilon=1.0, d=10, n_smoke=(4000, 16_000, 64_000),
+        n_paper=(4000, 10_000, 25_000, 64_000, 160_000), prediction=_bound_range(a5_bound),
+        family=(0.25, 0.5, 1.0), family_name="margin",
+        rate="sqrt(log d/n) + log d/sqrt(n eps) (second-order smooth)",
+        regime="worst case over the planted family of notebook 12 (declared L1 = L2 = L0/10, so the lazy redraws "
+               "are active over the grid); both terms decay like n^(-1/2) up to the bound model's lower-order terms",
+        runner=functools.partial(run_a5_planted, epsilon=1.0),
     ),
 )
 
@@ -609,8 +632,9 @@ def entry_row(entry: AtlasEntry, records: Sequence[dict[str, Any]], profile: str
     row: dict[str, Any] = {
         "entry": entry.key, "spec": entry.spec, "algorithm": entry.algorithm, "problem": entry.problem,
         "measure": entry.measure, "n_min": ns[0], "n_max": ns[-1], "pred_lo": lo, "pred_hi": hi,
-        "tol": entry.tolerance(profile), "fit": fit, "measured": fit.slope, "ci_low": fit.ci_low,
-        "ci_high": fit.ci_high, "ratio_first": _top_ratio(records, ns[0]), "ratio_last": _top_ratio(records, ns[-1]),
+        "tol": entry.tolerance(profile), "interval": profile != "smoke", "fit": fit, "measured": fit.slope,
+        "ci_low": fit.ci_low, "ci_high": fit.ci_high, "ratio_first": _top_ratio(records, ns[0]),
+        "ratio_last": _top_ratio(records, ns[-1]),
         "eps_target": entry.epsilon if entry.private else math.nan, "relation": entry.relation or "non-private",
         "eps_certified": max(float(r["eps_certified"]) for r in records) if entry.private else math.nan,
         "delta": DELTA_RULE if entry.private else "", "needs_n_bound": math.nan, "needs_n_curve": math.nan}
@@ -658,9 +682,16 @@ def atlas_verdict(verdict: Verdict, table: Sequence[dict[str, Any]], table_d: Se
     with the ``n`` it needs in the row's text; the certificate (with its relation); then the sweep in ``d``: every
     polylogarithmic method's 95% interval of the exponent in ``d`` below every polynomial one's, and the ledgers.
     (The exponents in ``d`` themselves are reported, not checked: with few replicates per ``d`` their bootstrap
-    intervals are narrower than the spread between seeds.)"""
+    intervals are narrower than the spread between seeds.)
+
+    At the smoke profile (5 replicates per point) the percentile-bootstrap interval of a fitted exponent under-covers:
+    over 20 seeds it missed the predicted range in 2 of 20 runs for A3 and A5 while the point estimate was within
+    tolerance. Smoke rows therefore check the point estimate only, within a tolerance of about 3.3 seed-to-seed
+    standard deviations (false alarm about 1e-3 per row; the table says "point estimate only"); the paper and full
+    profiles check both the point estimate and the interval."""
     for t in table:
-        verdict.check_exponent(f"{t['entry']}: exponent in n", t["fit"], (t["pred_lo"], t["pred_hi"]), t["tol"])
+        verdict.check_exponent(f"{t['entry']}: exponent in n", t["fit"], (t["pred_lo"], t["pred_hi"]), t["tol"],
+                               interval=t.get("interval", True))
         if t["learns"]:
             verdict.check_at_most(f"{t['entry']}: learns at n = {t['n_max']} (median / trivial)", t["ratio_last"],
                                   0.5, fmt=".3f")
