@@ -143,3 +143,18 @@ def test_verdict_rows_keep_their_names_and_can_fail():
         ("R2: pure EM grows faster in d than regularized EM", True),
         ("pure-EM sampler converged (N/2 vs N steps)", False),
     ]
+
+
+def test_utility_slope_interval_only_when_asked():
+    """A fit 0.972 with interval [0.937, 0.998]: within 0.15 of 1 but its interval misses 1, so it fails the
+    interval check (paper) and passes the point-estimate check (smoke)."""
+    util = [{"gap": 0.01, "gap_se": 0.001, "bound": 0.02}]
+    v = Verdict("t")
+    rc.check_utility(v, util, _fit(0.972, 0.937, 0.998))
+    assert [c.passed for c in v.rows] == [True, False]
+    v = Verdict("t")
+    rc.check_utility(v, util, _fit(0.972, 0.937, 0.998), interval=False)
+    assert [c.passed for c in v.rows] == [True, True]
+    v = Verdict("t")
+    rc.check_utility(v, util, _fit(0.80, 0.75, 0.85), interval=False)  # point estimate off by 0.2: fails
+    assert [c.passed for c in v.rows] == [True, False]
