@@ -315,13 +315,15 @@ STREAM_TARGET_MB = 1024.0
 
 def stream_poly_sfw(*, n: int = STREAM_N, d: int = STREAM_D, block_size: int = STREAM_BLOCK, seed: int = 0,
                     accountant: str = "best", epsilon: float = STREAM_EPSILON,
-                    delta: float | None = None, step_constant: float = 1.0) -> dict[str, Any]:
+                    delta: float | None = None, step_constant: float | str = 1.0) -> dict[str, Any]:
     """One streamed Poly-SFW run in this process, measured: wall and CPU seconds, peak RSS, excess risk.
 
     ``delta`` defaults to the book's rule ``n^-1.1`` (:func:`dpsco_lib.experiments.delta_for_n`); the accountant
     to the library's default ``"best"``; ``step_constant`` is ``c`` in the step ``eta = c ln(n/ln|V|)/T`` (default
     1, the library's default; ``c >= 1/2`` keeps the Frank-Wolfe contraction ``(ln|V|/n)^c`` within the theorem's
-    ``n^-1/2`` rate).
+    ``n^-1/2`` rate; ``"auto"`` minimizes the bound model,
+    :func:`dpsco_lib.algorithms.poly_sfw.poly_sfw_auto_step_constant`). ``step_constant`` in the record is the
+    constant used, ``step_constant_asked`` what was asked.
 
     The records are ``problem.stream(n, default_rng(seed), block_size)`` (never all in memory), the algorithm's
     generator is ``default_rng(seed + 1000)``. ``seconds`` covers the stream's construction and the run;
@@ -345,7 +347,9 @@ def stream_poly_sfw(*, n: int = STREAM_N, d: int = STREAM_D, block_size: int = S
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     excess = problem.excess_risk(res.x)
     return {"n": n, "d": d, "block_size": block_size, "seed": seed, "accountant": accountant, "epsilon": epsilon,
-            "delta": delta, "step_constant": float(step_constant), "bounded_memory": stream.bounded_memory,
+            "delta": delta, "step_constant": float(res.params["step_constant"]),
+            "step_constant_asked": str(step_constant if isinstance(step_constant, str) else float(step_constant)),
+            "bounded_memory": stream.bounded_memory,
             "seconds": seconds, "cpu_seconds": cpu,
             "peak_rss_mb": peak, "rss_before_mb": before, "excess_risk": excess, "trivial_excess_risk": trivial,
             "ratio": excess / trivial, "rate_bound": res.params["rate_bound"], "eps0": res.params["eps0"],
@@ -353,7 +357,7 @@ def stream_poly_sfw(*, n: int = STREAM_N, d: int = STREAM_D, block_size: int = S
 
 
 def _stream_run(run: Callable[..., Any], problem: Any, n: int, block_size: int, seed: int, accountant: str,
-                epsilon: float, delta: float, step_constant: float = 1.0) -> tuple[Any, Any]:
+                epsilon: float, delta: float, step_constant: float | str = 1.0) -> tuple[Any, Any]:
     stream = problem.stream(n, np.random.default_rng(seed), block_size)
     return stream, run(problem, stream, epsilon=epsilon, delta=delta, rng=np.random.default_rng(seed + 1000),
                        accountant=accountant, step_constant=step_constant)

@@ -429,7 +429,7 @@ def bench_streaming(
     accountants: tuple[str, ...] = ("best",),
     d: int = bc.STREAM_D,
     log: Any = print,
-    step_constants: tuple[float, ...] = (1.0,),
+    step_constants: tuple[float | str, ...] = (1.0,),
     delta: float | None = None,
 ) -> dict[str, Any]:
     """Streamed Poly-SFW runs (:func:`bench_cases.stream_poly_sfw`), one at a time, each in a fresh interpreter.
@@ -442,10 +442,10 @@ def bench_streaming(
     """
     runs: list[dict[str, Any]] = []
     load_before = _loadavg()
-    def key(accountant: str, c: float) -> str:
-        return accountant if c == 1.0 else f"{accountant}, c={c:g}"
+    def key(accountant: str, c: float | str) -> str:
+        return accountant if c == 1.0 else f"{accountant}, c={c if isinstance(c, str) else format(c, 'g')}"
 
-    for accountant, c in [(a, float(c)) for a in accountants for c in step_constants]:
+    for accountant, c in [(a, c if isinstance(c, str) else float(c)) for a in accountants for c in step_constants]:
         for seed in seeds:
             kw = {"n": int(n), "d": int(d), "block_size": int(block_size), "seed": int(seed), "accountant": accountant,
                   "step_constant": c, "delta": delta}
@@ -459,8 +459,8 @@ def bench_streaming(
             log(f"streaming n={n} d={d} block={block_size} {key(accountant, c)} seed {seed}: {run['seconds']:.1f} s, "
                 f"peak RSS {run['peak_rss_mb']:.0f} MB, excess/trivial {run['ratio']:.3f}")
     peak = max(r["peak_rss_mb"] for r in runs)
-    medians = {key(a, float(c)): float(np.median([r["ratio"] for r in runs if r["accountant"] == a
-                                                  and r["step_constant"] == float(c)]))
+    medians = {key(a, c): float(np.median([r["ratio"] for r in runs if r["accountant"] == a
+                                           and r["step_constant_asked"] == str(c)]))
                for a in accountants for c in step_constants}
     return {"created_utc": _now(), "case": "bench_cases.stream_poly_sfw", "algorithm": "run_poly_sfw (Spec F1)",
             "problem": f'hard_least_squares(1.0, {d}, set_kind="l1ball").stream(n, rng, block_size)',
@@ -662,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stream-accountants", default="best",
                     help="comma-separated accountants of the streaming case (e.g. advanced,best)")
     ap.add_argument("--stream-step-constants", default="1",
-                    help="comma-separated step constants c of the streaming case (eta = c ln(n/ln|V|)/T)")
+                    help="comma-separated step constants c of the streaming case (eta = c ln(n/ln|V|)/T), or auto")
     ap.add_argument("--stream-delta", type=float, default=None, help="delta of the streaming case (default n^-1.1)")
     ap.add_argument("--time-command", default=None, metavar="CMD",
                     help='run and time a shell command (e.g. "make test"), merge it into build_times of --out; '
@@ -688,8 +688,8 @@ def main(argv: list[str] | None = None) -> int:
         stream = bench_streaming(int(float(args.stream_n)), args.stream_block,
                                  tuple(int(s) for s in args.stream_seeds.split(",") if s.strip()),
                                  tuple(a.strip() for a in args.stream_accountants.split(",") if a.strip()),
-                                 step_constants=tuple(float(c) for c in args.stream_step_constants.split(",")
-                                                      if c.strip()),
+                                 step_constants=tuple(c.strip() if c.strip() == "auto" else float(c)
+                                                      for c in args.stream_step_constants.split(",") if c.strip()),
                                  delta=args.stream_delta)
         validate_extra({"streaming": stream})
         merge_results(out, {"streaming": stream})

@@ -270,6 +270,7 @@ def small():
         ({"step_size": 0.0}, "step_size"),
         ({"step_size": 1.5}, "step_size"),
         ({"step_constant": 0.0}, "step_constant"),
+        ({"step_constant": "fast"}, "step_constant"),
         ({"accountant": "closed_form"}, "accountant"),
         ({"accountant": "gdp"}, "gdp"),
         ({"rng": 3}, "rng"),
@@ -333,3 +334,26 @@ def test_standard_laplace_law():
     assert stats.binomtest(int((z > 0).sum()), z.size, 0.5).pvalue > 1e-3
     # the far tail (|Z| > 8: probability e^-8 = 3.4e-4) has its exact rate
     assert stats.binomtest(int((np.abs(z) > 8).sum()), z.size, math.exp(-8)).pvalue > 1e-3
+
+
+def test_auto_step_constant_closed_form_and_limit():
+    """c* = ln(l L0 D / A)/l with A = (l/T)(L1 D^2/2 + 4 D (L1 D + L0) ln|V|/eps0), clipped to [1/l, 1]; the
+    resolved constant is what the run uses, and c* grows towards 1/2 with n (never above it for a privacy term)."""
+    from dpsco_lib.algorithms.poly_sfw import poly_sfw_auto_step_constant
+
+    n, nv, eps0, L0, L1, D = 10_000_000, 200, 1.6e-4, 3.0, 1.0, 2.0
+    ell, T = math.log(n / math.log(nv)), n // 2
+    A = (ell / T) * (L1 * D * D / 2 + 4 * D * (L1 * D + L0) * math.log(nv) / eps0)
+    assert poly_sfw_auto_step_constant(n, nv, eps0, L0, L1, D) == pytest.approx(math.log(ell * L0 * D / A) / ell)
+    assert poly_sfw_auto_step_constant(1000, nv, 1e-9, L0, L1, D) == pytest.approx(1 / math.log(1000 / math.log(nv)))
+    assert poly_sfw_auto_step_constant(10**9, nv, 10.0, L0, 0.0, D) == 1.0  # a huge eps0: clipped at 1
+    p = poly_sfw_theory_params(n, nv, 2.0, 1e-8, L0, L1, D, step_constant="auto")
+    assert p.step_constant == pytest.approx(poly_sfw_auto_step_constant(n, nv, p.eps0, L0, L1, D))
+    assert p.step_size == pytest.approx(p.step_constant * ell / T) and 0.15 < p.step_constant < 0.3
+    cs = [poly_sfw_theory_params(int(m), nv, 1.0, 1 / m, L0, L1, D, step_constant="auto").step_constant
+          for m in (1e5, 1e7, 1e9, 1e11)]
+    assert all(a < b for a, b in zip(cs[:-1], cs[1:], strict=True)) and cs[-1] < 0.5
+    assert math.isnan(poly_sfw_theory_params(n, nv, 2.0, 1e-8, L0, L1, D, step_constant="auto",
+                                             step_size=0.01).step_constant)
+    with pytest.raises(ValueError, match="eps0"):
+        poly_sfw_auto_step_constant(n, nv, 0.0, L0, L1, D)

@@ -16,7 +16,10 @@ Algorithm (Bassily, Guzmán and Nandi, COLT 2021, the talk of seed 000). With ``
 * Every ``t = 0, ..., T``: ``v_t = argmin_{v in V} <v, nabla_t> + Lap(lambda_t)`` (report noisy min, Spec P2)
   and ``x_{t+1} = (1 - eta) x_t + eta v_t``. Output ``x_{T+1}``. That is ``K = T + 1`` private selections.
 * Constant step ``eta = step_constant * ln(n / ln|V|) / T``, capped to ``(0, 1]`` (the talk's choice up to
-  the exposed constant).
+  the exposed constant; default 1). ``step_constant="auto"`` takes the constant that minimizes the constant-step
+  bound model at the run's ``eps0`` (:func:`poly_sfw_auto_step_constant`; it tends to 1/2 as ``n`` grows and is
+  about 0.2 at ``n = 1e7``, ``eps = 2``, ``|V| = 200``, where it lowers the excess risk from 0.55 to 0.03 of the
+  trivial error).
 
 Sensitivity lemma (derived here for this batch split; replace-one neighbours ``S ~ S'``). Condition on
 the past outputs ``v_0, ..., v_{t-1}``: they determine ``x_0, ..., x_t``, so both runs share the iterates
@@ -143,6 +146,7 @@ from dpsco_lib.problems.stream import DataStream
 
 __all__ = [
     "PolySfwParams",
+    "poly_sfw_auto_step_constant",
     "poly_sfw_sensitivities",
     "poly_sfw_theory_params",
     "run_poly_sfw",
@@ -236,7 +240,8 @@ class PolySfwParams:
     step_size : float
         The constant step ``eta`` in (0, 1].
     step_constant : float
-        ``c`` in the default ``eta = min(1, c ln(n/ln|V|)/T)``.
+        ``c`` in the default ``eta = min(1, c ln(n/ln|V|)/T)`` (the resolved value when ``"auto"`` was asked; NaN
+        for an explicit ``step_size`` with ``"auto"``).
     eps0 : float
         The per-selection budget.
     accountant : str
@@ -267,6 +272,39 @@ class PolySfwParams:
         return asdict(self)
 
 
+def poly_sfw_auto_step_constant(n: int, num_vertices: int, eps0: float, L0: float, L1: float, D: float) -> float:
+    r"""The step constant ``c`` that minimizes the constant-step Frank-Wolfe bound model of Poly-SFW (Spec F1).
+
+    With ``eta = c l / T``, ``l = ln(n/ln|V|)``, the recursion ``h_{t+1} <= (1 - eta) h_t + eta e + eta^2 L1 D^2/2``
+    (``h_t = F(x_t) - F*``, ``e`` the error of one noisy linear minimization) gives after ``T`` steps
+    ``h <= e^{-c l} L0 D + eta (L1 D^2/2 + 4 D (L1 D + L0) ln|V| / eps0) + (statistical term)``: the first term is
+    the contraction from ``h_0 <= L0 D``, the second the curvature and the report-noisy-min error ``2 lambda ln|V|``
+    at the Laplace scale ``lambda = 2 s/eps0`` of the sensitivity floor ``s = eta D (L1 D + L0)``; the statistical
+    term does not depend on ``c``. Writing the second term as ``c A``, the model ``e^{-c l} L0 D + c A`` is
+    minimized at
+
+    .. math:: c^\star = \ln\big(l L_0 D / A\big) / l, \qquad A = \frac{l}{T}\Big(\frac{L_1 D^2}{2} +
+              \frac{4 D (L_1 D + L_0)\ln|V|}{\varepsilon_0}\Big),
+
+    clipped to ``[1/l, 1]`` (at ``1/l`` the contraction is ``e^{-1}``). As ``n`` grows, ``A`` shrinks like
+    ``ln n sqrt(ln(1/delta)) / (eps sqrt n)`` and ``c* -> 1/2``: the smallest constant whose contraction
+    ``(ln|V|/n)^c`` stays within the theorem's ``n^{-1/2}`` rate. At laptop ``n`` and ``eps <= 2`` the privacy term
+    dominates and ``c*`` is smaller (about 0.2 at ``n = 1e7``, ``|V| = 200``, ``eps = 2``). ``c*`` uses only public
+    quantities (``n``, ``|V|``, the constants and ``eps0``), never the data.
+    """
+    n = check_int(n, "n", lo=2)
+    nv = check_int(num_vertices, "num_vertices", lo=2)
+    eps0 = check_positive(eps0, "eps0")
+    L0, L1, D = check_positive(L0, "L0"), check_positive(L1, "L1", allow_zero=True), check_positive(D, "D")
+    ell = math.log(n / math.log(nv))
+    if ell <= 0:
+        raise ValueError(f"n={n} is too small for the theory step with |V|={nv}: ln(n/ln|V|) = {ell:.3g} <= 0")
+    T = n // 2
+    A = (ell / T) * (L1 * D * D / 2.0 + 4.0 * D * (L1 * D + L0) * math.log(nv) / eps0)
+    c = math.log(ell * L0 * D / A) / ell
+    return float(min(1.0, max(1.0 / ell, c)))
+
+
 def poly_sfw_theory_params(
     n: int,
     num_vertices: int,
@@ -276,7 +314,7 @@ def poly_sfw_theory_params(
     L1: float,
     D: float,
     *,
-    step_constant: float = 1.0,
+    step_constant: float | str = 1.0,
     step_size: float | None = None,
     accountant: str = "best",
 ) -> PolySfwParams:
@@ -292,8 +330,10 @@ def poly_sfw_theory_params(
         Target ``(epsilon, delta)``; ``delta`` in [0, 1).
     L0, L1, D : float
         Lipschitz and smoothness constants (dual norm) and the ``p``-diameter of ``X``.
-    step_constant : float
-        ``c > 0`` in ``eta = min(1, c ln(n / ln|V|) / T)``.
+    step_constant : float or "auto"
+        ``c > 0`` in ``eta = min(1, c ln(n / ln|V|) / T)``, or ``"auto"``: the ``c`` of
+        :func:`poly_sfw_auto_step_constant` (minimizes the Frank-Wolfe bound model at this run's ``eps0``; data
+        independent, so it costs no privacy).
     step_size : float, optional
         Explicit ``eta`` in (0, 1] (overrides ``step_constant``).
     accountant : str
@@ -315,7 +355,13 @@ def poly_sfw_theory_params(
     T = n // 2
     m = n - T
     log_ratio = math.log(n / math.log(nv))
+    k = T + 1
+    eps0 = _selection_epsilon(epsilon, delta, k, accountant)
     if step_size is None:
+        if isinstance(step_constant, str):
+            if step_constant != "auto":
+                raise ValueError(f"step_constant must be a positive number or 'auto', got {step_constant!r}")
+            step_constant = poly_sfw_auto_step_constant(n, nv, eps0, L0, L1, D) if log_ratio > 0 else 1.0
         c = check_positive(step_constant, "step_constant")
         if log_ratio <= 0:
             raise ValueError(
@@ -325,13 +371,12 @@ def poly_sfw_theory_params(
         eta = min(1.0, c * log_ratio / T)
     else:
         eta = check_in_range(step_size, "step_size", 0.0, 1.0, lo_inclusive=False)
-    k = T + 1
-    eps0 = _selection_epsilon(epsilon, delta, k, accountant)
+        c = math.nan if isinstance(step_constant, str) else float(step_constant)
     s = poly_sfw_sensitivities(1, batch_size=m, step_size=eta, L0=L0, L1=L1, D=D)
     log_term = math.sqrt(math.log(1.0 / delta)) if delta > 0 else 1.0
     rate = (L1 * D * D + L0 * D) * math.log(nv) * max(log_ratio, 1.0) * log_term / (epsilon * math.sqrt(n))
     return PolySfwParams(
-        batch_size=m, T=T, n_selections=k, step_size=eta, step_constant=float(step_constant), eps0=eps0,
+        batch_size=m, T=T, n_selections=k, step_size=eta, step_constant=float(c), eps0=eps0,
         accountant="basic" if delta == 0 and accountant != "paper" else accountant,
         sensitivity_first=float(s[0]), sensitivity_floor=float(eta * D * ((1.0 - eta) * L1 * D + L0)),
         laplace_scale_first=float(2.0 * s[0] / eps0), rate_bound=rate,
@@ -354,7 +399,8 @@ class _Setup:
     noise_mult: float
 
 
-def _setup(problem: Problem, data: Dataset | DataStream, epsilon: float, delta: float, rng: Any, step_constant: float,
+def _setup(problem: Problem, data: Dataset | DataStream, epsilon: float, delta: float, rng: Any,
+           step_constant: float | str,
            step_size: float | None, accountant: str, trace: bool, noise_multiplier: float) -> _Setup:
     if not isinstance(problem, Problem):
         raise ParameterTypeError(f"problem must be a dpsco_lib.problems.Problem, got {type(problem).__name__}")
@@ -625,7 +671,7 @@ def run_poly_sfw(
     epsilon: float,
     delta: float,
     rng: np.random.Generator,
-    step_constant: float = 1.0,
+    step_constant: float | str = 1.0,
     step_size: float | None = None,
     accountant: str = "best",
     trace: bool = False,
@@ -660,8 +706,10 @@ def run_poly_sfw(
     rng : numpy.random.Generator
         The only source of randomness of the algorithm (a stream's records come from the generator the stream
         was built with).
-    step_constant : float
-        ``c > 0`` in ``eta = min(1, c ln(n/ln|V|)/T)``.
+    step_constant : float or "auto"
+        ``c > 0`` in ``eta = min(1, c ln(n/ln|V|)/T)`` (default 1), or ``"auto"``: the constant of
+        :func:`poly_sfw_auto_step_constant`, which minimizes the constant-step bound model at this run's
+        ``eps0`` (public quantities only; tends to 1/2 as ``n`` grows, smaller at laptop ``n``).
     step_size : float, optional
         Explicit ``eta`` in (0, 1]; overrides ``step_constant``.
     accountant : str
@@ -694,7 +742,7 @@ def run_poly_sfw_reference(
     epsilon: float,
     delta: float,
     rng: np.random.Generator,
-    step_constant: float = 1.0,
+    step_constant: float | str = 1.0,
     step_size: float | None = None,
     accountant: str = "best",
     trace: bool = False,
