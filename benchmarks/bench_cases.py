@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -313,6 +314,27 @@ STREAM_EPSILON = 2.0
 STREAM_TARGET_MB = 1024.0
 
 
+def peak_rss_mb() -> float:
+    """Peak resident memory (MB) of this process's own address space.
+
+    Linux: ``VmHWM`` of ``/proc/self/status``, the high-water mark of the current memory map, which starts afresh
+    at ``exec``. ``ru_maxrss`` does not: the kernel carries the parent's peak into a child across ``fork``/``exec``,
+    so a run started from a notebook kernel that already held 1.2 GB reported 1.2 GB whatever it used. Elsewhere
+    ``ru_maxrss`` (KB on Linux, bytes on macOS) is the fallback.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return float(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024.0 * 1024.0) if sys.platform == "darwin" else peak / 1024.0
+
+
 def stream_poly_sfw(*, n: int = STREAM_N, d: int = STREAM_D, block_size: int = STREAM_BLOCK, seed: int = 0,
                     accountant: str = "best", epsilon: float = STREAM_EPSILON,
                     delta: float | None = None, step_constant: float | str = 1.0) -> dict[str, Any]:
@@ -327,11 +349,10 @@ def stream_poly_sfw(*, n: int = STREAM_N, d: int = STREAM_D, block_size: int = S
 
     The records are ``problem.stream(n, default_rng(seed), block_size)`` (never all in memory), the algorithm's
     generator is ``default_rng(seed + 1000)``. ``seconds`` covers the stream's construction and the run;
-    ``peak_rss_mb`` is the process's ``ru_maxrss`` after the run (``rss_before_mb`` before it: the interpreter and
+    ``peak_rss_mb`` is the process's peak resident set after the run (:func:`peak_rss_mb`; ``rss_before_mb`` before
+    it: the interpreter and
     imports), so run it in a fresh process. ``ratio`` = excess risk / the trivial excess risk of ``x = 0``.
     """
-    import resource
-
     from dpsco_lib.algorithms.poly_sfw import run_poly_sfw
     from dpsco_lib.experiments import delta_for_n
     from dpsco_lib.problems.least_squares import hard_least_squares
@@ -339,12 +360,12 @@ def stream_poly_sfw(*, n: int = STREAM_N, d: int = STREAM_D, block_size: int = S
     delta = delta_for_n(n) if delta is None else float(delta)
     problem = hard_least_squares(1.0, d, set_kind="l1ball")
     trivial = problem.excess_risk(problem.feasible_set.center())  # solves the population optimum (untimed)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    before = peak_rss_mb()
     c0 = time.process_time()
     seconds, (stream, res) = timed(lambda: _stream_run(run_poly_sfw, problem, n, block_size, seed, accountant,
                                                        epsilon, delta, step_constant))
     cpu = time.process_time() - c0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    peak = peak_rss_mb()
     excess = problem.excess_risk(res.x)
     return {"n": n, "d": d, "block_size": block_size, "seed": seed, "accountant": accountant, "epsilon": epsilon,
             "delta": delta, "step_constant": float(res.params["step_constant"]),

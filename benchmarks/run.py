@@ -25,8 +25,9 @@ Measured, every time in the same process:
    ``make test`` or ``make book``, run and timed here, with its exit status and the load averages.
 7. **Streaming** (key ``streaming``, only with ``--only streaming``): Poly-SFW on ``n = 1e7`` records of
    dimension 100 read block by block from ``problem.stream`` (:func:`bench_cases.stream_poly_sfw`), each run in a
-   fresh interpreter: wall and CPU seconds, peak RSS (``ru_maxrss``) against the 1 GiB target, excess risk over
-   the trivial one (several seeds and accountants with ``--stream-seeds`` / ``--stream-accountants``).
+   fresh interpreter: wall and CPU seconds, peak RSS (``VmHWM``, :func:`bench_cases.peak_rss_mb`) against the
+   1 GiB target, excess risk over the trivial one (several seeds and accountants with ``--stream-seeds`` /
+   ``--stream-accountants``).
 
 The last three are merged into an existing results file, so ``--only sweep_scaling`` and ``--time-command`` add
 their entry without removing the others (and a full run keeps them).
@@ -434,7 +435,7 @@ def bench_streaming(
 ) -> dict[str, Any]:
     """Streamed Poly-SFW runs (:func:`bench_cases.stream_poly_sfw`), one at a time, each in a fresh interpreter.
 
-    A fresh process per run makes ``peak_rss_mb`` (its ``ru_maxrss``) the memory of that run alone (plus the
+    A fresh process per run makes ``peak_rss_mb`` (its ``VmHWM``) the memory of that run alone (plus the
     interpreter and imports, ``rss_before_mb``). Returns the runs, the largest peak against
     ``bench_cases.STREAM_TARGET_MB`` and the median excess-risk ratio per accountant and step constant
     (key ``"<accountant>"`` for the default ``c = 1``, ``"<accountant>, c=<c>"`` otherwise); ``delta`` defaults

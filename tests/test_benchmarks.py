@@ -375,3 +375,20 @@ def test_report_measures_live_without_a_results_file(tmp_path):
     assert "| 3e+03 | 100 |" in rp.streaming_table(st) and "poly_sfw" in rp.floor_table(res)
     stored, src = rp.load_streaming({"streaming": st}, live_n=10, seed=0)
     assert stored is st and "stored by" in src
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="VmHWM is read from Linux's /proc")
+def test_child_peak_rss_is_its_own_not_the_parents():
+    """A streamed run is measured in a fresh interpreter. Its peak must not inherit the parent's: ``ru_maxrss``
+    does across fork/exec (a notebook kernel holding 1.2 GB made a 200 MB run report 1.2 GB); ``VmHWM`` does not."""
+    import subprocess
+
+    big = np.ones(80_000_000)  # 640 MB resident in this process
+    big[::512] = 2.0
+    code = (f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import bench_cases as bc; "
+            "import resource; print(bc.peak_rss_mb(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    own, inherited = float(out[0]), float(out[1])
+    assert 0 < own < 400, f"the child's own peak should be its interpreter and imports, got {own} MB"
+    assert inherited >= own  # ru_maxrss is never below the child's own peak (and usually carries the parent's)
+    del big
