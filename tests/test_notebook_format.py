@@ -46,3 +46,15 @@ def test_every_notebook_is_in_the_book():
     listed = {p.resolve() for p in toc_notebooks(ROOT)}
     orphans = [p.name for p in ALL if p.resolve() not in listed]
     assert not orphans, f"notebooks missing from _toc.yml: {orphans}"
+
+
+@pytest.mark.parametrize("path", ALL, ids=[p.stem for p in ALL])
+def test_notebook_is_glue(path):
+    """The notebook contract: at most 150 code lines per notebook and 20 per code cell (non-blank lines that are
+    not comments); estimators, fits, figures and tables live in the library."""
+    nb = nbformat.read(path, as_version=4)
+    counts = [sum(1 for ln in c.source.splitlines() if ln.strip() and not ln.strip().startswith("#"))
+              for c in nb.cells if c.cell_type == "code"]
+    assert sum(counts) <= 150, f"{path.name}: {sum(counts)} code lines (at most 150)"
+    big = [(i, n) for i, n in enumerate(counts) if n > 20]
+    assert not big, f"{path.name}: code cells (index among code cells, lines) over 20 lines: {big}"
