@@ -117,3 +117,29 @@ def test_euclidean_member_unit_norm_records_exact_optimum_and_stream():
         prob.validate_data(Dataset(X, None))
     with pytest.raises(ValueError, match="p must be"):
         HardLinear(4, 0.5, p=3)
+
+
+def test_sparse_hard_linear_records_mean_and_excess():
+    from dpsco_lib.problems import SparseHardLinear
+
+    prob = SparseHardLinear(20, 0.6, sparsity=3, radius=2.0)
+    X = prob.sample(40_000, np.random.default_rng(0)).X
+    assert np.all(np.count_nonzero(X, axis=1) == 3) and np.allclose(np.linalg.norm(X, axis=1), 1.0)
+    assert np.all(X[:, 0] != 0.0)
+    # E z = -(gamma/sqrt s) e_1: 5-sigma z-tests per coordinate (sd <= 1/sqrt(3) per entry)
+    se = 1.0 / math.sqrt(3 * 40_000)
+    target = np.zeros(20)
+    target[0] = -prob.gamma / math.sqrt(3)
+    assert np.all(np.abs(X.mean(axis=0) - target) <= 5 * se)
+    x = np.zeros(20)
+    x[0] = 0.5
+    assert prob.excess_risk(x) == pytest.approx(prob.signal * 1.5, rel=1e-12)
+    assert prob.trivial_error == pytest.approx(0.6 / math.sqrt(3) * 2.0, rel=1e-6)
+    dense = Dataset(np.full((2, 20), 0.1), None)
+    with pytest.raises(ValueError):
+        prob.validate_data(dense)
+    clipped = prob.validate_data(dense, clip=True)
+    assert np.all(np.count_nonzero(clipped.X, axis=1) <= 3) and np.all(np.linalg.norm(clipped.X, axis=1) <= 1 + 1e-12)
+    for kw, name in (({"sparsity": 0}, "sparsity"), ({"sparsity": 21}, "sparsity"), ({"gamma": 0.0}, "gamma")):
+        with pytest.raises(ValueError, match=name):
+            SparseHardLinear(**{"d": 20, "gamma": 0.6, "sparsity": 3, **kw})

@@ -13,6 +13,7 @@ from scipy import stats
 from dpsco_lib.algorithms.sparse import (
     SparseLogisticSampler,
     bias_reduced_gradient,
+    bias_reduced_second_moment,
     gaussian_matrix_sparse_norm_bound,
     level_probabilities,
     output_perturbation_sensitivity,
@@ -27,7 +28,7 @@ from dpsco_lib.geometry.sets import L1Ball, project_l1_ball
 from dpsco_lib.privacy.accounting.budget import gaussian_noise_multiplier
 from dpsco_lib.privacy.audit import audit_mechanism, mu_gdp_lower_bound
 from dpsco_lib.privacy.mechanisms import gaussian_sigma_analytic
-from dpsco_lib.problems import LogisticRegression
+from dpsco_lib.problems import Dataset, LogisticRegression
 
 
 def _logistic(d=30, s=3, lam=0.1, seed=0, pop=2000):
@@ -317,3 +318,65 @@ def test_bias_reduced_sgd_stops_by_filter_and_certifies():
     with pytest.raises(ValueError, match="delta"):
         run_bias_reduced_dp_sgd(prob, data, epsilon=1.0, delta=0.0, sparsity=2, step_size=0.1, eps0=0.1,
                                 rng=np.random.default_rng(2))
+
+
+def test_bias_reduced_second_moment_matches_the_estimator_on_constant_records():
+    # Records all equal to e_1: the function's per-level decomposition must agree with direct draws of G
+    # (4000 draws; heavy tails, so a 15% relative tolerance; the exact value is deterministic).
+    from dpsco_lib.problems import SparseHardLinear
+
+    n, d, s, e0 = 256, 12, 2, 0.5
+    prob = SparseHardLinear(d, 0.5, sparsity=s)
+    X = np.zeros((n, d))
+    X[:, 0] = 1.0
+    data = prob.validate_data(Dataset(X, None))
+    rng = np.random.default_rng(3)
+    G = np.array([bias_reduced_gradient(prob, data, np.zeros(d), sparsity=s, eps0=e0, rng=rng)[0] for _ in range(4000)])
+    m = bias_reduced_second_moment(n, d, sparsity=s, norm_bound=1.0, eps0=e0, draws=4000)
+    assert m == pytest.approx(float(np.mean(np.sum(G**2, axis=1))), rel=0.15)
+    # telescoping: E G = E of the Z1 release on the largest batch (2^(K+1) = 256 records), nearly e_1, while a
+    # single-record release is shrunk towards 0; 5-sigma z-test on the first coordinate (false alarm < 1e-6)
+    big = project_l1_ball(X[0] + rng.laplace(0.0, 2 * math.sqrt(s) / (n * e0), size=(4000, d)), math.sqrt(s))
+    se = math.hypot(G[:, 0].std(), big[:, 0].std()) / math.sqrt(4000)
+    assert abs(G[:, 0].mean() - big[:, 0].mean()) <= 5 * se
+    assert m == bias_reduced_second_moment(n, d, sparsity=s, norm_bound=1.0, eps0=e0, draws=4000)
+    assert bias_reduced_second_moment(n, d, sparsity=s, norm_bound=1.0, eps0=2 * e0) < m
+    for kw, name in (({"eps0": 0.0}, "eps0"), ({"draws": 1}, "draws"), ({"norm_bound": -1.0}, "norm_bound")):
+        with pytest.raises(ValueError, match=name):
+            bias_reduced_second_moment(n, d, **{"sparsity": s, "norm_bound": 1.0, "eps0": e0, **kw})
+
+
+def test_bias_reduced_sgd_auto_step_and_data_independent_stopping_time():
+    from dpsco_lib.problems import SparseHardLinear
+
+    prob = SparseHardLinear(12, 1.0, sparsity=2, radius=2.0)
+    kw = {"epsilon": 1.0, "delta": 1e-5, "sparsity": 2, "eps0": 0.2}
+    r = run_bias_reduced_dp_sgd(prob, prob.sample(512, np.random.default_rng(0)), step_size="auto",
+                                rng=np.random.default_rng(4), **kw)
+    T = r.info["steps"]
+    sig2 = bias_reduced_second_moment(512, 12, sparsity=2, norm_bound=1.0, eps0=0.2)
+    assert r.params["step_rule"] == "auto"
+    assert r.params["step_size"] == pytest.approx(2.0 / math.sqrt(sig2 * T), rel=1e-12)
+    # the levels, hence T, depend on the rng only: another data set of the same size gives the same sequence
+    r2 = run_bias_reduced_dp_sgd(prob, prob.sample(512, np.random.default_rng(9)), step_size="auto",
+                                 rng=np.random.default_rng(4), **kw)
+    np.testing.assert_array_equal(r.info["levels"], r2.info["levels"])
+    with pytest.raises(ValueError, match="step_size"):
+        run_bias_reduced_dp_sgd(prob, prob.sample(64, np.random.default_rng(0)), step_size="fast",
+                                rng=np.random.default_rng(4), **kw)
+    with pytest.raises(ValueError, match="step_size"):
+        run_bias_reduced_dp_sgd(prob, prob.sample(64, np.random.default_rng(0)), step_size=0.0,
+                                rng=np.random.default_rng(4), **kw)
+
+
+def test_z1_of_groups_is_bit_identical_to_the_reference_releases():
+    # the batched releases of the bias-reduced gradient against four calls of the readable one-release path
+    from dpsco_lib.algorithms import sparse as sp_mod
+
+    G = np.random.default_rng(0).normal(size=(17, 9))
+    for b in (2, 4, 16):
+        ref_rng, fast_rng = np.random.default_rng(b), np.random.default_rng(b)
+        ref = [sp_mod._z1_of_rows(G[lo:hi], 3, 1.0, 0.4, ref_rng)
+               for lo, hi in ((0, b), (0, b // 2), (b // 2, b), (b, b + 1))]
+        fast = sp_mod._z1_of_groups(G[: b + 1], b, 3, 1.0, 0.4, fast_rng)
+        np.testing.assert_array_equal(np.stack(ref), fast)

@@ -79,8 +79,15 @@ def test_z3_bias_draws_consistent():
         sc.z3_bias_draws(16, 10, 2, draws=1, eps0=1.0, seed=1)
 
 
-def test_z3_run_stays_within_budget():
-    r = sc.z3_run(rng=np.random.default_rng(0), eps0=0.5, data_seed=0, n=64, d=12, s=2)
-    assert r["stopped_by_filter"] == 1.0
-    assert r["filter_spent"] <= 1.0 and r["ledger_eps"] <= 1.0 + 1e-9
-    assert r["trivial"] >= -1e-9 and r["steps"] >= 1
+def test_z3_task_stays_within_budget_and_rows_summarize():
+    recs = [{**sc.z3_task(rng=np.random.default_rng(k), n=256, eps0=0.3, data_seed=0, d=12, s=2), "n": 256}
+            for k in range(3)]
+    for r in recs:
+        assert r["stopped_by_filter"] == 1.0 and r["steps"] >= 1
+        assert r["filter_spent"] <= 1.0 and r["ledger_eps"] <= 1.0 + 1e-9
+        assert r["trivial"] == pytest.approx(1.0 / np.sqrt(2), rel=1e-6) and 0.0 <= r["excess"] <= 2 * r["trivial"]
+        assert r["bound"] > 0 and r["delta"] == pytest.approx(256**-1.1)
+    (row,) = sc.z3_rows(recs)
+    assert row["n"] == 256
+    med = float(np.median([r["excess"] for r in recs]))
+    assert row["median excess / trivial"] == round(med / recs[0]["trivial"], 3)

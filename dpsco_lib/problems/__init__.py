@@ -30,7 +30,7 @@ from dpsco_lib.problems.games import (
     random_softmax_game,
 )
 from dpsco_lib.problems.hard_games import HiddenVertexGame, hidden_vertex_family, hidden_vertex_game
-from dpsco_lib.problems.hard_linear import HardLinear, hard_linear
+from dpsco_lib.problems.hard_linear import HardLinear, SparseHardLinear, hard_linear
 from dpsco_lib.problems.hard_lp import FingerprintLinearLp, fingerprint_lower_bound, fingerprint_prior
 from dpsco_lib.problems.hard_saddle import (
     PlantedLinearSCO,
@@ -63,6 +63,7 @@ __all__ = [
     "DataStream",
     "Dataset",
     "HardLinear",
+    "SparseHardLinear",
     "FingerprintLinearLp",
     "IntegerDraw",
     "LeastSquares",

@@ -50,7 +50,7 @@ from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.stream import BlockSampler, IntegerDraw
 
-__all__ = ["HardLinear", "hard_linear"]
+__all__ = ["HardLinear", "SparseHardLinear", "hard_linear"]
 
 #: Resolution of the coin of the first coordinate: P(z_1 = -1) = k / 2^30.
 COIN_BITS = 30
@@ -196,3 +196,105 @@ def hard_linear(d: int, gamma: float, *, radius: float = 1.0, p: float = 1.0) ->
     """The instance of the hard linear family with hardness ``gamma`` (:class:`HardLinear`; Spec F1, F2, S2);
     ``p = 2``: its Euclidean member (unit-norm records over the l2 ball)."""
     return HardLinear(d, gamma, radius=radius, p=p)
+
+
+class SparseHardLinear(Problem):
+    r"""The sparse member of the hard linear family: ``s``-sparse records of unit l2 norm (Spec Z3).
+
+    A record has ``z_1 = -1/sqrt(s)`` with probability ``(1 + gamma)/2`` (else ``+1/sqrt(s)``) and ``s - 1``
+    further entries ``+-1/sqrt(s)`` (independent signs) on a uniformly random support among coordinates
+    ``2, ..., d``; so every per-sample gradient of ``f(x; z) = <z, x>`` is ``s``-sparse with ``||z||_2 = 1``, and
+
+    .. math:: \mathbb E z = -\frac{\gamma}{\sqrt s} e_1,\qquad F(x) = -\frac{\gamma}{\sqrt s} x_1,\qquad
+              x^\star = r e_1,\qquad F(x) - F^\star = \frac{\gamma}{\sqrt s}(r - x_1)
+
+    over the l1 ball of radius ``r``. The trivial output 0 has excess ``gamma r/sqrt(s)``. As in
+    :class:`HardLinear`, an algorithm must single out the planted vertex ``r e_1`` among ``2d`` from noisy
+    gradient information whose signal is ``gamma/sqrt(s)`` per record.
+
+    Parameters
+    ----------
+    d : int
+        Dimension, ``>= 2``.
+    gamma : float
+        Hardness parameter in (0, 1]; stored as the nearest ``2k/2^30 - 1`` (exact mean).
+    sparsity : int
+        ``s`` in ``[1, d]``.
+    radius : float
+        ``r > 0``.
+    """
+
+    needs_labels = False
+
+    def __init__(self, d: int, gamma: float, *, sparsity: int, radius: float = 1.0) -> None:
+        d = check_int(d, "d", lo=2)
+        gamma = check_in_range(gamma, "gamma", 0.0, 1.0, lo_inclusive=False)
+        self.sparsity = check_int(sparsity, "sparsity", lo=1, hi=d)
+        self.radius = check_positive(radius, "radius")
+        self._k = int(round((1.0 + gamma) / 2.0 * (1 << COIN_BITS)))
+        self.gamma = 2.0 * self._k / (1 << COIN_BITS) - 1.0
+        self.p = 2.0
+        self.feasible_set = L1Ball(d, self.radius)
+        self.signal = self.gamma / math.sqrt(self.sparsity)
+        self.L0, self.L1, self.L2 = 1.0, 0.0, 0.0
+        self.exact_population = True
+        self.spec = "Z3"
+        self.mu = np.zeros(d)
+        self.mu[0] = -self.signal
+        x_star = np.zeros(d)
+        x_star[0] = self.radius
+        self._cache = {"opt": (x_star, -self.signal * self.radius)}
+
+    def __repr__(self) -> str:
+        return f"SparseHardLinear(d={self.d}, gamma={self.gamma:.6g}, sparsity={self.sparsity}, radius={self.radius:g})"
+
+    @property
+    def trivial_error(self) -> float:
+        """Population excess risk of the centre ``x = 0``: ``gamma r/sqrt(s)``."""
+        return self.signal * self.radius
+
+    def _bounds_text(self) -> str:
+        return f"||z||_2 <= 1 and ||z||_0 <= {self.sparsity}"
+
+    def _loss(self, x: np.ndarray, data: Dataset) -> np.ndarray:
+        return data.X @ x
+
+    def _grad(self, x: np.ndarray, data: Dataset) -> np.ndarray:
+        return np.array(data.X, dtype=np.float64, copy=True)
+
+    def _mean_grad(self, x: np.ndarray, data: Dataset) -> np.ndarray:
+        return data.X.mean(axis=0)
+
+    def _sample(self, n: int, rng: np.random.Generator) -> Dataset:
+        d, s = self.d, self.sparsity
+        X = np.zeros((n, d))
+        coin = rng.integers(0, 1 << COIN_BITS, size=n)
+        X[:, 0] = np.where(coin < self._k, -1.0, 1.0)
+        if s > 1:
+            cols = 1 + np.argsort(rng.random((n, d - 1)), axis=1)[:, : s - 1]
+            np.put_along_axis(X, cols, 2.0 * rng.integers(0, 2, size=(n, s - 1)) - 1.0, axis=1)
+        X /= math.sqrt(s)
+        return Dataset(X, None)
+
+    def _row_violation(self, data: Dataset) -> np.ndarray:
+        X = data.X
+        return (np.linalg.norm(X, axis=1) > 1.0 + _RTOL) | (np.count_nonzero(X, axis=1) > self.sparsity)
+
+    def _clip_rows(self, data: Dataset, bad: np.ndarray) -> Dataset:
+        """Keep each bad row's ``s`` largest entries in magnitude, then scale it into the unit l2 ball."""
+        X = np.array(data.X, dtype=np.float64, copy=True)
+        s = self.sparsity
+        if s < self.d:
+            small = np.argsort(-np.abs(X), axis=1)[:, s:]
+            np.put_along_axis(X, small, 0.0, axis=1)
+        X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
+        return Dataset(np.where(bad[:, None], X, data.X), None)
+
+    def _population_risk(self, x: np.ndarray) -> float:
+        return float(self.mu @ x)
+
+    def _population_grad(self, x: np.ndarray) -> np.ndarray:
+        return self.mu.copy()
+
+    def _cvxpy_population(self, var: Any) -> Any:
+        return self.mu @ var
