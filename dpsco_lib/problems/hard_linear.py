@@ -85,7 +85,42 @@ class _PlantedSignSampler(BlockSampler):
             X[:, 0] *= self.w_first
 
 
-class HardLinear(Problem):
+class _PlantedLinear(Problem):
+    """Shared oracle of the linear families: ``f(x; z) = <z, x>``, ``E z = -signal e_1``, ``x* = radius e_1``."""
+
+    signal: float
+    radius: float
+
+    def _plant(self, d: int, spec: str) -> None:
+        self.L0, self.L1, self.L2 = 1.0, 0.0, 0.0
+        self.exact_population = True
+        self.spec = spec
+        self.mu = np.zeros(d)
+        self.mu[0] = -self.signal
+        x_star = np.zeros(d)
+        x_star[0] = self.radius
+        self._cache = {"opt": (x_star, -self.signal * self.radius)}
+
+    def _loss(self, x: np.ndarray, data: Dataset) -> np.ndarray:
+        return data.X @ x
+
+    def _grad(self, x: np.ndarray, data: Dataset) -> np.ndarray:
+        return np.array(data.X, dtype=np.float64, copy=True)
+
+    def _mean_grad(self, x: np.ndarray, data: Dataset) -> np.ndarray:
+        return data.X.mean(axis=0)
+
+    def _population_risk(self, x: np.ndarray) -> float:
+        return float(self.mu @ x)
+
+    def _population_grad(self, x: np.ndarray) -> np.ndarray:
+        return self.mu.copy()
+
+    def _cvxpy_population(self, var: Any) -> Any:
+        return self.mu @ var
+
+
+class HardLinear(_PlantedLinear):
     r"""``f(x; z) = <z, x>`` over the l1 ball of radius ``r``, ``E z = -gamma e_1`` (module docstring).
 
     Parameters
@@ -131,14 +166,7 @@ class HardLinear(Problem):
             self.feasible_set = LpBall(d, 2.0, self.radius)
         self.sampler = _PlantedSignSampler(d, k, *self.weights)
         self.signal = self.gamma * self.weights[0]
-        self.L0, self.L1, self.L2 = 1.0, 0.0, 0.0
-        self.exact_population = True
-        self.spec = "F1, F2, S2"
-        self.mu = np.zeros(d)
-        self.mu[0] = -self.signal
-        x_star = np.zeros(d)
-        x_star[0] = self.radius
-        self._cache = {"opt": (x_star, -self.signal * self.radius)}
+        self._plant(d, "F1, F2, S2")
 
     def __repr__(self) -> str:
         return f"HardLinear(d={self.d}, gamma={self.gamma:.6g}, radius={self.radius:g}, p={self.p:g})"
@@ -150,16 +178,6 @@ class HardLinear(Problem):
 
     def _bounds_text(self) -> str:
         return "||z||_inf <= 1" if self.p == 1.0 else "||z||_2 <= 1"
-
-    # ---- oracle
-    def _loss(self, x: np.ndarray, data: Dataset) -> np.ndarray:
-        return data.X @ x
-
-    def _grad(self, x: np.ndarray, data: Dataset) -> np.ndarray:
-        return np.array(data.X, dtype=np.float64, copy=True)
-
-    def _mean_grad(self, x: np.ndarray, data: Dataset) -> np.ndarray:
-        return data.X.mean(axis=0)
 
     # ---- data
     def _sample(self, n: int, rng: np.random.Generator) -> Dataset:
@@ -181,15 +199,6 @@ class HardLinear(Problem):
         nrm = np.maximum(np.linalg.norm(data.X, axis=1, keepdims=True), 1.0)
         return Dataset(data.X / nrm, None)
 
-    # ---- population
-    def _population_risk(self, x: np.ndarray) -> float:
-        return float(self.mu @ x)
-
-    def _population_grad(self, x: np.ndarray) -> np.ndarray:
-        return self.mu.copy()
-
-    def _cvxpy_population(self, var: Any) -> Any:
-        return self.mu @ var
 
 
 def hard_linear(d: int, gamma: float, *, radius: float = 1.0, p: float = 1.0) -> HardLinear:
@@ -198,7 +207,7 @@ def hard_linear(d: int, gamma: float, *, radius: float = 1.0, p: float = 1.0) ->
     return HardLinear(d, gamma, radius=radius, p=p)
 
 
-class SparseHardLinear(Problem):
+class SparseHardLinear(_PlantedLinear):
     r"""The sparse member of the hard linear family: ``s``-sparse records of unit l2 norm (Spec Z3).
 
     A record has ``z_1 = -1/sqrt(s)`` with probability ``(1 + gamma)/2`` (else ``+1/sqrt(s)``) and ``s - 1``
@@ -236,14 +245,7 @@ class SparseHardLinear(Problem):
         self.p = 2.0
         self.feasible_set = L1Ball(d, self.radius)
         self.signal = self.gamma / math.sqrt(self.sparsity)
-        self.L0, self.L1, self.L2 = 1.0, 0.0, 0.0
-        self.exact_population = True
-        self.spec = "Z3"
-        self.mu = np.zeros(d)
-        self.mu[0] = -self.signal
-        x_star = np.zeros(d)
-        x_star[0] = self.radius
-        self._cache = {"opt": (x_star, -self.signal * self.radius)}
+        self._plant(d, "Z3")
 
     def __repr__(self) -> str:
         return f"SparseHardLinear(d={self.d}, gamma={self.gamma:.6g}, sparsity={self.sparsity}, radius={self.radius:g})"
@@ -255,15 +257,6 @@ class SparseHardLinear(Problem):
 
     def _bounds_text(self) -> str:
         return f"||z||_2 <= 1 and ||z||_0 <= {self.sparsity}"
-
-    def _loss(self, x: np.ndarray, data: Dataset) -> np.ndarray:
-        return data.X @ x
-
-    def _grad(self, x: np.ndarray, data: Dataset) -> np.ndarray:
-        return np.array(data.X, dtype=np.float64, copy=True)
-
-    def _mean_grad(self, x: np.ndarray, data: Dataset) -> np.ndarray:
-        return data.X.mean(axis=0)
 
     def _sample(self, n: int, rng: np.random.Generator) -> Dataset:
         d, s = self.d, self.sparsity
@@ -289,12 +282,3 @@ class SparseHardLinear(Problem):
             np.put_along_axis(X, small, 0.0, axis=1)
         X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
         return Dataset(np.where(bad[:, None], X, data.X), None)
-
-    def _population_risk(self, x: np.ndarray) -> float:
-        return float(self.mu @ x)
-
-    def _population_grad(self, x: np.ndarray) -> np.ndarray:
-        return self.mu.copy()
-
-    def _cvxpy_population(self, var: Any) -> Any:
-        return self.mu @ var
