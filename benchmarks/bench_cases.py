@@ -337,15 +337,15 @@ def peak_rss_mb() -> float:
 
 def stream_poly_sfw(*, n: int = STREAM_N, d: int = STREAM_D, block_size: int = STREAM_BLOCK, seed: int = 0,
                     accountant: str = "best", epsilon: float = STREAM_EPSILON,
-                    delta: float | None = None, step_constant: float | str = 1.0) -> dict[str, Any]:
+                    delta: float | None = None, step_constant: float | str = "auto") -> dict[str, Any]:
     """One streamed Poly-SFW run in this process, measured: wall and CPU seconds, peak RSS, excess risk.
 
     ``delta`` defaults to the book's rule ``n^-1.1`` (:func:`dpsco_lib.experiments.delta_for_n`); the accountant
-    to the library's default ``"best"``; ``step_constant`` is ``c`` in the step ``eta = c ln(n/ln|V|)/T`` (default
-    1, the library's default; ``c >= 1/2`` keeps the Frank-Wolfe contraction ``(ln|V|/n)^c`` within the theorem's
-    ``n^-1/2`` rate; ``"auto"`` minimizes the bound model,
-    :func:`dpsco_lib.algorithms.poly_sfw.poly_sfw_auto_step_constant`). ``step_constant`` in the record is the
-    constant used, ``step_constant_asked`` what was asked.
+    to the library's default ``"best"``; ``step_constant`` is ``c`` in the step ``eta = c ln(n/ln|V|)/T``: the
+    library's default ``"auto"`` minimizes the bound model
+    (:func:`dpsco_lib.algorithms.poly_sfw.poly_sfw_auto_step_constant`), ``1`` is the theorem's step as stated
+    (``c >= 1/2`` keeps the Frank-Wolfe contraction ``(ln|V|/n)^c`` within the theorem's ``n^-1/2`` rate).
+    ``step_constant`` in the record is the constant used, ``step_constant_asked`` what was asked.
 
     The records are ``problem.stream(n, default_rng(seed), block_size)`` (never all in memory), the algorithm's
     generator is ``default_rng(seed + 1000)``. ``seconds`` covers the stream's construction and the run;
@@ -378,7 +378,7 @@ def stream_poly_sfw(*, n: int = STREAM_N, d: int = STREAM_D, block_size: int = S
 
 
 def _stream_run(run: Callable[..., Any], problem: Any, n: int, block_size: int, seed: int, accountant: str,
-                epsilon: float, delta: float, step_constant: float | str = 1.0) -> tuple[Any, Any]:
+                epsilon: float, delta: float, step_constant: float | str = "auto") -> tuple[Any, Any]:
     stream = problem.stream(n, np.random.default_rng(seed), block_size)
     return stream, run(problem, stream, epsilon=epsilon, delta=delta, rng=np.random.default_rng(seed + 1000),
                        accountant=accountant, step_constant=step_constant)

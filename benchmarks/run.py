@@ -430,7 +430,7 @@ def bench_streaming(
     accountants: tuple[str, ...] = ("best",),
     d: int = bc.STREAM_D,
     log: Any = print,
-    step_constants: tuple[float | str, ...] = (1.0,),
+    step_constants: tuple[float | str, ...] = ("auto",),
     delta: float | None = None,
 ) -> dict[str, Any]:
     """Streamed Poly-SFW runs (:func:`bench_cases.stream_poly_sfw`), one at a time, each in a fresh interpreter.
@@ -438,13 +438,13 @@ def bench_streaming(
     A fresh process per run makes ``peak_rss_mb`` (its ``VmHWM``) the memory of that run alone (plus the
     interpreter and imports, ``rss_before_mb``). Returns the runs, the largest peak against
     ``bench_cases.STREAM_TARGET_MB`` and the median excess-risk ratio per accountant and step constant
-    (key ``"<accountant>"`` for the default ``c = 1``, ``"<accountant>, c=<c>"`` otherwise); ``delta`` defaults
+    (key ``"<accountant>"`` for the default ``c = "auto"``, ``"<accountant>, c=<c>"`` otherwise); ``delta`` defaults
     to ``n^-1.1``.
     """
     runs: list[dict[str, Any]] = []
     load_before = _loadavg()
     def key(accountant: str, c: float | str) -> str:
-        return accountant if c == 1.0 else f"{accountant}, c={c if isinstance(c, str) else format(c, 'g')}"
+        return accountant if c == "auto" else f"{accountant}, c={c if isinstance(c, str) else format(c, 'g')}"
 
     for accountant, c in [(a, c if isinstance(c, str) else float(c)) for a in accountants for c in step_constants]:
         for seed in seeds:
@@ -662,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stream-seeds", default="0", help="comma-separated seeds of the streaming case")
     ap.add_argument("--stream-accountants", default="best",
                     help="comma-separated accountants of the streaming case (e.g. advanced,best)")
-    ap.add_argument("--stream-step-constants", default="1",
+    ap.add_argument("--stream-step-constants", default="auto",
                     help="comma-separated step constants c of the streaming case (eta = c ln(n/ln|V|)/T), or auto")
     ap.add_argument("--stream-delta", type=float, default=None, help="delta of the streaming case (default n^-1.1)")
     ap.add_argument("--time-command", default=None, metavar="CMD",

@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from dpsco_lib.algorithms.poly_sfw import (
+    poly_sfw_auto_step_constant,
     poly_sfw_sensitivities,
     poly_sfw_theory_params,
     run_poly_sfw,
@@ -89,10 +90,15 @@ def test_sensitivity_bound_holds_on_adversarial_neighbours(where):
 
 
 def test_theory_params_and_accountants():
-    p = poly_sfw_theory_params(10_000, 200, 1.0, 1e-6, 3.0, 1.0, 2.0, accountant="advanced")
+    p = poly_sfw_theory_params(10_000, 200, 1.0, 1e-6, 3.0, 1.0, 2.0, accountant="advanced", step_constant=1.0)
     assert p.T == 5000 and p.batch_size == 5000 and p.n_selections == 5001 and p.accountant == "advanced"
-    assert poly_sfw_theory_params(10_000, 200, 1.0, 1e-6, 3.0, 1.0, 2.0).accountant == "best"  # the default
-    assert p.step_size == pytest.approx(math.log(10_000 / math.log(200)) / 5000)
+    default = poly_sfw_theory_params(10_000, 200, 1.0, 1e-6, 3.0, 1.0, 2.0)
+    assert default.accountant == "best"  # the default
+    # the default step constant is "auto": the bound-minimizing c at the run's eps0 (clipped below at 1/ln(n/ln|V|))
+    c_auto = poly_sfw_auto_step_constant(10_000, 200, default.eps0, 3.0, 1.0, 2.0)
+    assert default.step_constant == c_auto
+    assert default.step_size == pytest.approx(c_auto * math.log(10_000 / math.log(200)) / 5000)
+    assert p.step_size == pytest.approx(math.log(10_000 / math.log(200)) / 5000)  # c = 1: the theorem's step
     assert p.as_dict()["eps0"] == p.eps0
     # advanced: the exact DRV solver meets the target with equality (to rounding) and never exceeds it
     e_adv = advanced_composition_epsilon(p.eps0, k=5001, delta_prime=1e-6)
