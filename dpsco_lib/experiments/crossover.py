@@ -326,7 +326,7 @@ PROFILE_GRIDS: dict[str, dict[str, Any]] = {
                        "A5 anytime SMD": (3e7, 3e4), "S2 noisy SGD": (5e6, 1e4), "D4 DP-SGD": (3e7, 2.5e4)}},
     "paper": {"ds": (100, 1000, 10_000), "n_min": 460, "n_max": 10_000_000, "per_decade": 3, "extra": 1,
               "n_max_at": {("F3 GG-VR-SFW tree", 10_000): 10_000},
-              "caps": {"F1 Poly-SFW": (3e7, 1e7), "F2 tree FW": (2.5e8, 1e7), "F3 GG-VR-SFW tree": (2.5e8, 1e7),
+              "caps": {"F1 Poly-SFW": (5e8, 1e7), "F2 tree FW": (2.5e8, 1e7), "F3 GG-VR-SFW tree": (2.5e8, 1e7),
                        "A5 anytime SMD": (2.5e8, 1e7), "S2 noisy SGD": (2.5e7, 5e4), "D4 DP-SGD": (1e8, 5e4)}},
     "full": {"ds": (100, 1000, 10_000, 100_000), "n_min": 460, "n_max": 10_000_000, "per_decade": 3, "extra": 2,
              "n_max_at": {},
