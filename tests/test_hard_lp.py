@@ -190,3 +190,138 @@ def test_plots_draw():
     lp.plot_lower_bound(a2, _lb_records(1.0))
     assert len(a1.lines) >= 3 and len(a2.lines) == 4
     plt.close(fig)
+
+
+# ---- the transition against the dimension (result L1)
+@pytest.mark.parametrize("p", [1.0, 1.5])
+def test_dimension_run_outputs_and_noise_free_counterpart(p):
+    out = lp.dimension_run(rng=np.random.default_rng(3), n=2000, d=20, p=p, hardness=0.5, depth=3)
+    assert set(out) == {"excess", "excess_nonprivate", "trivial", "lower_bound", "certified_eps"}
+    assert out["certified_eps"] <= 1.0 + 1e-12 and 0 < out["excess"] <= 2 * out["trivial"] + 1e-12
+    assert 0 < out["excess_nonprivate"] <= 2 * out["trivial"] + 1e-12
+    if p == 1.0:  # the root batch (2000/2.5 records) finds the planted vertex at gamma = 0.5: exact optimum
+        assert math.isnan(out["lower_bound"]) and out["excess_nonprivate"] == lp.EXCESS_FLOOR
+        assert out["trivial"] == pytest.approx(0.5, abs=1e-8)
+    else:
+        assert out["lower_bound"] == pytest.approx(fingerprint_lower_bound(2000, 20, 1.5, 1.0, 2000**-1.1, 0.5))
+    with pytest.raises(ValueError, match="hardness"):
+        lp.dimension_run(rng=np.random.default_rng(0), n=100, d=4, p=p, hardness=0.0)
+    with pytest.raises(ValueError, match="p"):
+        lp.dimension_run(rng=np.random.default_rng(0), n=100, d=4, p=0.5, hardness=0.5)
+
+
+def test_linear_tree_releases_one_estimate():
+    """For a linear loss every leaf of the tree sees the root's estimate (the corrections are exactly zero), so the
+    run is the linear minimizer of one noisy mean gradient: the basis of the noise-free counterpart."""
+    from dpsco_lib.algorithms.gg_vr_sfw import run_gg_vr_sfw
+
+    rng = np.random.default_rng(4)
+    pr = FingerprintLinearLp(1.5, fingerprint_prior(30, rng), 0.3)
+    data = pr.sample(3000, rng)
+    res = run_gg_vr_sfw(pr, data, epsilon=1.0, delta=1e-4, rng=rng, variant="tree", depth=3, trace=True)
+    est = np.asarray(res.trace["estimate"])
+    assert est.shape[0] == 8 and np.all(est == est[0])
+    assert np.allclose(res.x, pr.feasible_set.lmo(est[0]), atol=1e-12)
+
+
+def test_log_factor_and_dimension_exponent_ranges():
+    ds = [50, 800]
+    lo, hi = lp.log_factor_slope_range(ds)
+    assert hi == pytest.approx(math.log(math.log(200) / math.log(12.5)) / math.log(16))  # ln(|V|/8) = ln(d/4)
+    assert lo == pytest.approx(0.5 * math.log(math.log(12800) / math.log(800)) / math.log(16))  # ln(8|V|)^(1/2)
+    assert 0.06 < lo < hi < 0.28
+    lo4, hi4 = lp.log_factor_slope_range(ds, powers=(1.0, 1.0), scales=(0.25, 4.0))
+    assert lo < lo4 < hi4 < hi
+    assert lp.dimension_exponent_range(ds, n=5000, p=1.0) == (lo, hi)
+    lo2, hi2 = lp.dimension_exponent_range([50, 100, 200, 400, 800], n=5000, p=2.0)
+    assert hi2 == pytest.approx(0.5) and 0.49 < lo2 <= hi2  # sqrt(d) on both sides at p = 2
+    lo15, hi15 = lp.dimension_exponent_range([50, 100, 200, 400, 800], n=5000, p=1.5)
+    assert lo15 == pytest.approx(1 / 3, abs=0.003) and hi15 == pytest.approx(0.5)  # d^(1/q) and kappa sqrt(d)
+    with pytest.raises(ValueError, match="ds"):
+        lp.log_factor_slope_range([50])
+    with pytest.raises(ValueError, match="ln"):
+        lp.log_factor_slope_range([4, 8])
+    with pytest.raises(ValueError, match="ds"):
+        lp.dimension_exponent_range([50, 50], n=5000, p=2.0)
+
+
+def test_p_trend_range_brackets_the_bounds():
+    lo, hi = lp.p_trend_range([1.1, 1.25, 1.5, 1.75, 2.0], n=4000, d=100)
+    assert -1.2 < lo < -0.9 and 0.7 < hi < 0.9  # kappa ~ 1/(p - 1) (capped), d^((p-1)/p) at d = 100
+    lo2, hi2 = lp.p_trend_range([1.5, 2.0], n=4000, d=100)
+    assert lo2 == pytest.approx(-1.0)  # kappa = q - 1 = 2, 1
+    assert hi2 == pytest.approx(math.log(100 ** 0.5 / 100 ** (1 / 3)) / math.log(2), rel=0.01)
+    with pytest.raises(ValueError, match="ps"):
+        lp.p_trend_range([1.5], n=4000, d=100)
+
+
+def test_dimension_grid_and_selection_scale():
+    grid = lp.dimension_grid([50, 200], n=5000, per_octave=1)
+    assert {g["p"] for g in grid} == {2.0, 1.5, 1.0} and all(g["depth"] == 5 for g in grid)
+    assert len([g for g in grid if g["p"] == 2.0]) == 2 * 7  # alpha = 1 .. 1/64, one per octave
+    assert len([g for g in grid if g["p"] == 1.0]) == 2 * 17  # gamma = 1 .. 1/16, four per octave
+    scale = lp.poly_sfw_selection_scale(5000, [50, 800])
+    assert 1.0 < scale[0] < scale[1]  # the theorem's step cannot find the planted vertex at n = 5000, eps = 1
+    assert lp.poly_sfw_selection_scale(10**7, [50])[0] < scale[0] / 5
+
+
+def _dim_records(*, slope_p2=0.5, slope_p15=0.45, growth_l1=None, scale=1.0, free=0.01, edge=False):
+    """Synthetic sweep: per (p, d) a family of 5 members whose middle one is worst (the last one with
+    ``edge``); worst level ``c d^slope`` for p > 1 and ``c ln(2d)`` (or ``growth_l1(d)``) at p = 1."""
+    recs, n = [], 5000
+    fam = [1.0, 0.5, 0.25, 0.125, 0.0625]
+    for p in (2.0, 1.5, 1.0):
+        for d in (50, 100, 200, 400, 800):
+            if p == 1.0:
+                level = 0.05 * (growth_l1(d) if growth_l1 else math.log(2 * d))
+            else:
+                level = 0.0015 * scale * d ** (slope_p2 if p == 2.0 else slope_p15)
+            for h in fam:
+                worst = h == (fam[-1] if edge else fam[2])
+                for r in range(6):
+                    ex_ = level * (1.0 if worst else 0.6) * (1 + 0.01 * r)
+                    recs.append({"p": p, "d": d, "n": n, "epsilon": 1.0, "hardness": h, "replicate": r,
+                                 "excess": ex_, "excess_nonprivate": free * level, "trivial": h,
+                                 "certified_eps": 1.0})
+    return recs
+
+
+def test_check_dimension_transition_passes_and_catches_wrong_curves():
+    v = Verdict("t")
+    fits = lp.check_dimension_transition(v, _dim_records(), rng=np.random.default_rng(0), n_boot=200)
+    assert all(c.passed for c in v.rows), v.table_text()
+    assert fits[2.0].slope == pytest.approx(0.5, abs=1e-6) and fits[1.0].slope < 0.25
+    names = [c.name for c in v.rows]
+
+    def failed(**kw):
+        v2 = Verdict("t")
+        lp.check_dimension_transition(v2, _dim_records(**kw), rng=np.random.default_rng(0), n_boot=200)
+        return {names[i].split(":")[0] if "L1, p" in names[i] else names[i] for i, c in enumerate(v2.rows)
+                if not c.passed}
+
+    flat = failed(slope_p2=0.0)  # no growth in d at p = 2: the polynomial regime is missing
+    assert "L1, p = 2" in flat and any("transition" in f for f in flat)
+    root = failed(growth_l1=math.sqrt)  # sqrt(d) growth at p = 1: no transition
+    assert "L1, p = 1" in root and any("transition" in f for f in root)
+    assert "L1, p = 1.5" in failed(slope_p15=0.2)  # below the explicit bound's d^(1/q)
+    assert any("lower bound" in f for f in failed(scale=0.003))  # an error below the explicit bound
+    assert any("inside the family" in f for f in failed(edge=True))
+    assert any("regime" in f for f in failed(free=0.6))
+    with pytest.raises(ValueError, match="p = 1"):
+        lp.check_dimension_transition(Verdict("t"), [r for r in _dim_records() if r["p"] != 1.0],
+                                      rng=np.random.default_rng(0), n_boot=200)
+
+
+def test_dimension_rows_and_plot():
+    rows = lp.dimension_rows(_dim_records())
+    assert [r["p"] for r in rows[:5]] == [2.0] * 5 and [r["d"] for r in rows[:5]] == [50, 100, 200, 400, 800]
+    assert all(r["worst hardness"] == 0.25 for r in rows)
+    assert all(r["mean / bound"] > 1 for r in rows if r["p"] > 1) and all(math.isnan(r["lower bound"])
+                                                                           for r in rows if r["p"] == 1)
+    assert rows[0]["noise-free / private"] == pytest.approx(0.01 / 1.025, rel=0.01)
+    fig, ax = plt.subplots()
+    recs = _dim_records()
+    fits = lp.check_dimension_transition(Verdict("t"), recs, rng=np.random.default_rng(0), n_boot=200)
+    lp.plot_dimension(ax, recs, fits)
+    assert len(ax.lines) >= 8
+    plt.close(fig)

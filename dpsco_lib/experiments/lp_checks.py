@@ -6,6 +6,12 @@ fingerprinting prior, padding fraction ``alpha`` = the hardness parameter), samp
 :func:`~dpsco_lib.algorithms.gg_vr_sfw.run_gg_vr_sfw` at ``(epsilon, delta = n^-1.1)`` and reports the exact
 excess population risk. A rate is read on the worst case over the family ``alpha in {1, 1/2, 1/4, ...}``
 (:func:`~dpsco_lib.experiments.analysis.fit_loglog_slope` with ``worst_over``).
+
+The transition of result L1 is measured against the dimension at fixed ``n`` (:func:`dimension_run`,
+:func:`check_dimension_transition`): F3 (tree) on the same construction at ``1 < p <= 2``, and at ``p = 1`` the
+private Frank-Wolfe with tree-structured batches of Asi, Feldman, Koren and Talwar (result F2, ICML 2021) on the
+planted-vertex family of the ``l_1`` ball (:mod:`dpsco_lib.problems.hard_linear`), whose worst case over
+``gamma`` is the polyhedral lower-bound construction.
 """
 
 from __future__ import annotations
@@ -16,22 +22,33 @@ from typing import Any
 
 import numpy as np
 
-from dpsco_lib._validation import check_in_range, check_int, check_positive, check_rng
+from dpsco_lib._validation import check_epsilon, check_in_range, check_int, check_positive, check_rng
 from dpsco_lib.algorithms.gg_vr_sfw import gg_vr_sfw_theory_params, run_gg_vr_sfw
+from dpsco_lib.algorithms.vr_frank_wolfe import run_private_vr_frank_wolfe
 from dpsco_lib.experiments.analysis import SlopeFit, Verdict, fit_loglog_slope, worst_case_curve
 from dpsco_lib.experiments.tables import delta_for_n
+from dpsco_lib.problems.hard_linear import hard_linear
 from dpsco_lib.problems.hard_lp import FingerprintLinearLp, fingerprint_lower_bound, fingerprint_prior
 
 __all__ = [
     "EXCESS_FLOOR",
     "alpha_family",
     "calibration_pair",
+    "check_dimension_transition",
     "check_f3_rates",
     "check_lower_bound",
+    "dimension_exponent_range",
+    "dimension_grid",
+    "dimension_rows",
+    "dimension_run",
     "f3_family_run",
+    "log_factor_slope_range",
     "lower_bound_rows",
+    "p_trend_range",
+    "plot_dimension",
     "plot_lower_bound",
     "plot_worst_case",
+    "poly_sfw_selection_scale",
     "private_rate_exponent",
     "private_rate_range",
     "worst_case_replicates",
@@ -123,13 +140,14 @@ def _select(records: Sequence[Mapping[str, Any]], **where: Any) -> list[Mapping[
 
 
 def worst_case_replicates(records: Sequence[Mapping[str, Any]], *, x: str = "n", value: str = "excess",
-                          statistic: str = "median") -> tuple[list[float], list[np.ndarray], list[float]]:
-    """Per grid value of ``x``: the replicates of the worst instance (largest ``statistic`` over ``alpha``) and
-    that instance's ``alpha`` (for :func:`~dpsco_lib.plotting.plot_rate`)."""
-    rows = worst_case_curve([r[x] for r in records], [r[value] for r in records], [r["alpha"] for r in records],
+                          statistic: str = "median", family: str = "alpha"
+                          ) -> tuple[list[float], list[np.ndarray], list[float]]:
+    """Per grid value of ``x``: the replicates of the worst instance (largest ``statistic`` over the hardness
+    parameter named ``family``) and that instance's parameter (for :func:`~dpsco_lib.plotting.plot_rate`)."""
+    rows = worst_case_curve([r[x] for r in records], [r[value] for r in records], [r[family] for r in records],
                             statistic=statistic)
     xs = [row["x"] for row in rows]
-    reps = [np.array([r[value] for r in records if r[x] == row["x"] and r["alpha"] == row["argmax"]])
+    reps = [np.array([r[value] for r in records if r[x] == row["x"] and r[family] == row["argmax"]])
             for row in rows]
     return xs, reps, [float(row["argmax"]) for row in rows]
 
@@ -200,9 +218,10 @@ def check_lower_bound(verdict: Verdict, records: Sequence[Mapping[str, Any]], *,
     Rows: at every ``p`` the measured worst-case Bayes risk stays above the explicit bound (maximized over
     ``alpha``); at every ``p`` the excess pooled over ``alpha <= alpha*/8`` stays above the bound (which is within
     a factor 1.4 of the trivial error there, so a wrong constant or a wrong construction fails); the exponent
-    ``beta`` of ``(p - 1)`` in the worst-case error lies, with its bootstrap interval, in ``[-1, 1]``: the lower
-    bound's factor ``(p - 1)`` forbids ``beta > 1`` and the upper bound's ``kappa <= 1/(p - 1)`` forbids
-    ``beta < -1``.
+    ``beta`` of ``(p - 1)`` in the worst-case error lies, with its bootstrap interval, between the exponents of
+    the two bounds over the same ``p`` grid (:func:`p_trend_range`): the explicit lower bound's
+    :math:`d^{1/q}` grows with ``p`` and F3's :math:`\kappa\sqrt d/(\varepsilon n)` decreases (``kappa`` about
+    ``1/(p - 1)``); a worst case with a constant ratio to either bound has that bound's exponent.
     """
     rows = lower_bound_rows(records)
     verdict.check_at_least("L1: worst-case error / lower bound, min over p", min(r["ratio"] for r in rows), 1.0,
@@ -212,9 +231,11 @@ def check_lower_bound(verdict: Verdict, records: Sequence[Mapping[str, Any]], *,
                            min(pooled) if all(np.isfinite(pooled)) else math.nan, 1.0, what="the bound holds")
     fit = fit_loglog_slope([r["p"] - 1.0 for r in records], [r["excess"] for r in records], rng=rng,
                            statistic="mean", n_boot=n_boot, worst_over=[r["alpha"] for r in records])
-    ok = -1.0 <= fit.ci_low and fit.ci_high <= 1.0
-    verdict.check("L1: exponent of (p - 1) in the worst-case error", ok, str(fit),
-                  predicted="interval inside [-1, +1] (lower bound: <= +1; F3 upper bound: >= -1)")
+    r0 = records[0]
+    lo, hi = p_trend_range([r["p"] for r in rows], n=int(r0["n"]), d=int(r0["d"]), epsilon=float(r0["epsilon"]))
+    ok = lo <= fit.ci_low and fit.ci_high <= hi
+    verdict.check("L1: exponent of (p - 1) in the worst-case error, between the bounds' exponents", ok, str(fit),
+                  predicted=f"interval inside [{lo:+.3f}, {hi:+.3f}] (F3's kappa, explicit bound's d^(1/q))")
     return fit
 
 
@@ -263,3 +284,284 @@ def plot_lower_bound(ax: Any, records: Sequence[Mapping[str, Any]]) -> None:
     ax.set_yscale("log")
     ax.set_xlabel(r"hardness parameter $\alpha$ (share of informative records)")
     ax.set_ylabel("mean excess (solid), lower bound (dashed)")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the transition of result L1 against the dimension
+# ---------------------------------------------------------------------------------------------------------
+def dimension_run(*, rng: np.random.Generator, n: int, d: int, p: float, hardness: float, epsilon: float = 1.0,
+                  depth: int = 4) -> dict[str, float]:
+    r"""One run of the dimension sweep of result L1 on a fresh instance of a lower-bound construction.
+
+    ``1 < p <= 2``: GG-VR-SFW with tree aggregation (result F3) on
+    :class:`~dpsco_lib.problems.hard_lp.FingerprintLinearLp` with ``alpha = hardness`` (means from the prior).
+    ``p = 1``: the private Frank-Wolfe with tree-structured batches and report-noisy-min selections (result F2,
+    AFKT21, tightest accountant) on the planted-vertex family ``hard_linear(d, gamma = hardness)`` over the unit
+    :math:`\ell_1` ball (``|V| = 2d``). Both trees have the fixed depth ``depth`` (root batch ``b = n/(1 +
+    depth/2)``, the same at every ``d``: the theoretical depth of F2 is a rounded ``log2`` of a power of
+    ``ln|V|`` and would jump along a grid in ``d``). ``delta = n^-1.1``.
+
+    Both losses are linear, so every correction of the tree is data-independent (exactly zero) and every leaf
+    sees the root's estimate: the same run with its noise removed outputs the linear minimizer
+    :math:`\arg\min_{v \in \mathcal X}\langle \bar g_{B}, v\rangle` of the mean gradient of the root batch
+    ``B`` (records ``[0, b)``). Its exact excess is returned as ``excess_nonprivate``: the statistical error of
+    the run, measured on the same records.
+
+    Returns
+    -------
+    dict
+        ``excess`` and ``excess_nonprivate`` (exact, floored at :data:`EXCESS_FLOOR`), ``trivial`` (excess of
+        ``x = 0``), ``lower_bound`` (:func:`~dpsco_lib.problems.hard_lp.fingerprint_lower_bound` at this
+        ``alpha``; ``nan`` at ``p = 1``, whose family is another construction), ``certified_eps``.
+    """
+    rng = check_rng(rng)
+    p = check_in_range(p, "p", 1.0, 2.0)
+    hardness = check_in_range(hardness, "hardness", 0.0, 1.0, lo_inclusive=False)
+    n, d = check_int(n, "n", lo=4), check_int(d, "d", lo=2)
+    epsilon = check_epsilon(epsilon)
+    delta = delta_for_n(n)
+    if p == 1.0:
+        prob: Any = hard_linear(d, hardness)
+        data = prob.sample(n, rng)
+        res = run_private_vr_frank_wolfe(prob, data, epsilon=epsilon, delta=delta, rng=rng,
+                                         depth=check_int(depth, "depth", lo=1))
+        trivial, lower = prob.trivial_error, math.nan
+    else:
+        prob = FingerprintLinearLp(p, fingerprint_prior(d, rng), hardness)
+        data = prob.sample(n, rng)
+        res = run_gg_vr_sfw(prob, data, epsilon=epsilon, delta=delta, rng=rng, variant="tree",
+                            depth=check_int(depth, "depth", lo=1))
+        trivial = prob.trivial_excess()
+        lower = fingerprint_lower_bound(n, d, p, epsilon, delta, hardness)
+    root = data[: int(res.params["batch_size"])]
+    x_free = prob.feasible_set.lmo(prob.mean_grad(np.zeros(d), root))
+    return {"excess": max(prob.excess_risk(res.x), EXCESS_FLOOR),
+            "excess_nonprivate": max(prob.excess_risk(x_free), EXCESS_FLOOR), "trivial": float(trivial),
+            "lower_bound": lower, "certified_eps": res.certified_epsilon(delta)}
+
+
+def dimension_grid(ds: Sequence[int], *, n: int, ps: Sequence[float] = (2.0, 1.5, 1.0), depth: int = 5,
+                   epsilon: float = 1.0, per_octave: int = 2) -> list[dict[str, Any]]:
+    r"""The task parameters of the dimension sweep (:func:`dimension_run`): every ``p`` in ``ps`` and ``d`` in
+    ``ds`` with its family of hardness parameters. ``1 < p <= 2``: ``alpha = 2^(-k/per_octave)`` from 1 down to
+    ``1/64`` (F3's worst member moves like :math:`\sqrt d/n`); ``p = 1``: ``gamma = 2^(-k/4)`` from 1 down to
+    ``1/16``, four per octave at every profile (the excess of F2 drops steeply once the planted vertex wins, so a
+    coarser family would make the worst case jump between neighbouring members)."""
+    n = check_int(n, "n", lo=4)
+    per = check_int(per_octave, "per_octave", lo=1, hi=8)
+    grid = []
+    for p in ps:
+        p = check_in_range(p, "ps", 1.0, 2.0)
+        family = alpha_family(4, per_octave=4) if p == 1.0 else alpha_family(6, per_octave=per)
+        grid += [{"n": n, "d": check_int(int(d), "ds", lo=2), "p": p, "hardness": h, "epsilon": epsilon,
+                  "depth": depth} for d in ds for h in family]
+    return grid
+
+
+def _local_slope(xs: Sequence[float], values: Sequence[float]) -> float:
+    return float(np.polyfit(np.log(np.asarray(xs, dtype=float)), np.log(np.asarray(values, dtype=float)), 1)[0])
+
+
+def log_factor_slope_range(ds: Sequence[int], *, powers: tuple[float, float] = (0.5, 1.0),
+                           scales: tuple[float, float] = (0.125, 8.0)) -> tuple[float, float]:
+    r"""Range of the local slopes over the grid ``ds`` of the logarithmic factors :math:`\ln(c|V|)^a`,
+    :math:`|V| = 2d`, for ``a`` in ``powers`` and ``c`` in ``scales`` (results F1, F2; BGN21, AFKT21).
+
+    The polyhedral bounds depend on the dimension only through such factors: :math:`\ln|V|` in the private term
+    of Poly-SFW (F1) and of the tree Frank-Wolfe at a fixed depth, :math:`\ln^{2/3}|V|` in the private term of
+    F2 at its theoretical depth, :math:`\ln^{1/2}|V|` in the statistical terms; the ``O(.)`` fixes the constant
+    inside the logarithm only up to a constant factor. The default ``c`` in ``[1/8, 8]`` covers the worst case
+    over a planted family of report-noisy-min selections (Laplace scale :math:`\lambda`, score gap
+    :math:`\gamma = u\lambda` of the planted vertex, which wins with probability about :math:`F(u - \ln d)` for a
+    fixed distribution :math:`F` with an exponential left tail): the excess :math:`\lambda u(1 - F(u - \ln d))`
+    is largest at :math:`u \approx \ln d - \ln\ln d`, i.e. :math:`\lambda\ln(c|V|)` with
+    :math:`c \approx 1/(2\ln d)` drifting slowly with ``d``; over ``d`` in ``[50, 800]`` the local slope of
+    :math:`\ln(d/\ln d)` (0.23) lies below that of :math:`\ln(|V|/8)` (0.27). The local slope of
+    :math:`\ln(c|V|)^a` decreases with ``c`` and grows with ``a``, so the range is spanned by
+    ``(max(powers), min(scales))`` (top) and ``(min(powers), max(scales))`` (bottom).
+    """
+    xs = np.asarray(ds, dtype=float)
+    if xs.size < 2 or np.unique(xs).size < 2:
+        raise ValueError(f"ds must hold at least two distinct dimensions, got {list(ds)}")
+    a_lo, a_hi = sorted(check_positive(a, "powers") for a in powers)
+    c_lo, c_hi = sorted(check_positive(c, "scales") for c in scales)
+    if 2.0 * c_lo * xs.min() <= math.e:
+        raise ValueError(f"ln(c |V|) must exceed 1 on the grid: min(scales) * 2 * min(ds) = "
+                         f"{2.0 * c_lo * xs.min():g} <= e")
+    top = _local_slope(xs, np.log(2.0 * c_lo * xs) ** a_hi)
+    bottom = _local_slope(xs, np.log(2.0 * c_hi * xs) ** a_lo)
+    return bottom, top
+
+
+def dimension_exponent_range(ds: Sequence[int], *, n: int, p: float, epsilon: float = 1.0) -> tuple[float, float]:
+    r"""Predicted exponent of the worst-case excess in ``d`` over the grid ``ds`` at fixed ``n`` (result L1).
+
+    ``1 < p <= 2``: between the local slopes over ``ds`` of the two bounds that sandwich the worst case on the
+    construction: the explicit lower bound maximized over ``alpha``,
+    :func:`~dpsco_lib.problems.hard_lp.fingerprint_lower_bound` :math:`\propto d^{1/q}` (BGN21's fingerprinting
+    argument), and F3's private term :math:`\kappa\sqrt d/(\varepsilon n)` (result F3, tree; ``kappa`` of the
+    library's smooth norm, constant in ``d`` once :math:`q \le \ln d`). At ``p = 2`` both are ``1/2`` (the
+    theorem's :math:`(p - 1)\sqrt d` is tight); at ``p = 1.5`` the range is about ``[1/3, 1/2]``.
+
+    ``p = 1``: the logarithmic range of :func:`log_factor_slope_range` (the bounds of results F1 and F2 at a
+    fixed depth depend on ``d`` only through :math:`\ln|V|` and :math:`\ln^{1/2}|V|`).
+    """
+    from dpsco_lib.geometry.norms import dual_exponent, regularity_constant
+
+    p = check_in_range(p, "p", 1.0, 2.0)
+    n = check_int(n, "n", lo=4)
+    epsilon = check_epsilon(epsilon)
+    xs = [check_int(int(d), "ds", lo=2) for d in ds]
+    if len(set(xs)) < 2:
+        raise ValueError(f"ds must hold at least two distinct dimensions, got {list(ds)}")
+    if p == 1.0:
+        return log_factor_slope_range(xs)
+    q = dual_exponent(p)
+    lower = _local_slope(xs, [fingerprint_lower_bound(n, d, p, epsilon, delta_for_n(n)) for d in xs])
+    upper = _local_slope(xs, [regularity_constant(q, d) * math.sqrt(d) for d in xs])
+    return min(lower, upper), max(lower, upper)
+
+
+def p_trend_range(ps: Sequence[float], *, n: int, d: int, epsilon: float = 1.0) -> tuple[float, float]:
+    r"""The exponents in ``p - 1`` of the two bounds over the grid ``ps`` at fixed ``n``, ``d`` (results L1, F3).
+
+    Local slopes against ``p - 1`` of the explicit lower bound maximized over ``alpha`` (its factor
+    :math:`d^{1/q} = d^{(p-1)/p}` grows with ``p``) and of F3's private term :math:`\kappa\sqrt d/(\varepsilon n)`
+    (:math:`\kappa \approx 1/(p - 1)`, capped near :math:`\ln d`, decreases); returned sorted. A worst case that
+    keeps a constant ratio to either bound has that bound's exponent.
+    """
+    from dpsco_lib.geometry.norms import dual_exponent, regularity_constant
+
+    n, d = check_int(n, "n", lo=4), check_int(d, "d", lo=2)
+    epsilon = check_epsilon(epsilon)
+    xs = sorted({check_in_range(p, "ps", 1.0, 2.0, lo_inclusive=False) for p in ps})
+    if len(xs) < 2:
+        raise ValueError(f"ps must hold at least two distinct exponents in (1, 2], got {list(ps)}")
+    pm1 = [p - 1.0 for p in xs]
+    lower = _local_slope(pm1, [fingerprint_lower_bound(n, d, p, epsilon, delta_for_n(n)) for p in xs])
+    upper = _local_slope(pm1, [regularity_constant(dual_exponent(p), d) for p in xs])
+    return min(lower, upper), max(lower, upper)
+
+
+def _by_p(records: Sequence[Mapping[str, Any]]) -> dict[float, list[Mapping[str, Any]]]:
+    return {p: _select(records, p=p) for p in sorted({float(r["p"]) for r in records}, reverse=True)}
+
+
+def dimension_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    r"""Per ``(p, d)`` of the dimension sweep (:func:`dimension_run`): the worst case over the family of the
+    median excess and its hardness, the worst case of the noise-free run's median excess (the statistical error)
+    and the ratio, the worst case of the mean excess (the Bayes risk) against the explicit lower bound maximized
+    over ``alpha`` (``1 < p <= 2``; ``nan`` at ``p = 1``) and the family's trivial error at the worst member."""
+    out = []
+    for p, recs in _by_p(records).items():
+        xs, reps, worst = worst_case_replicates(recs, x="d", family="hardness")
+        _, free, _ = worst_case_replicates(recs, x="d", family="hardness", value="excess_nonprivate")
+        _, mean_reps, _ = worst_case_replicates(recs, x="d", family="hardness", statistic="mean")
+        for d, rep, h, fr, mr in zip(xs, reps, worst, free, mean_reps, strict=True):
+            r0 = _select(recs, d=d)[0]
+            n, eps = int(r0["n"]), float(r0["epsilon"])
+            lb = fingerprint_lower_bound(n, int(d), p, eps, delta_for_n(n)) if p > 1.0 else math.nan
+            med = float(np.median(rep))
+            out.append({"p": p, "d": int(d), "worst median excess": med, "worst hardness": h,
+                        "trivial there": float(np.median([r["trivial"] for r in _select(recs, d=d, hardness=h)])),
+                        "noise-free worst": float(np.median(fr)), "noise-free / private": float(np.median(fr)) / med,
+                        "worst mean excess": float(np.mean(mr)), "lower bound": lb,
+                        "mean / bound": float(np.mean(mr)) / lb if p > 1.0 else math.nan})
+    return out
+
+
+def check_dimension_transition(verdict: Verdict, records: Sequence[Mapping[str, Any]], *, rng: np.random.Generator,
+                               n_boot: int, tol: float = 0.1, tol_log: float = 0.04, level: float = 0.99,
+                               regime: tuple[float, float] = (0.1, 0.5)) -> dict[float, SlopeFit]:
+    r"""The verdict rows of the transition of result L1 against the dimension (records of :func:`dimension_run`
+    at one ``n`` and ``epsilon``, several ``p`` including ``1`` and ``2``).
+
+    Rows: per ``p``, the two-sided exponent check (:meth:`~dpsco_lib.experiments.analysis.Verdict.check_exponent`,
+    bootstrap interval at ``level``) of the worst-case median excess against ``d`` versus
+    :func:`dimension_exponent_range` (tolerance ``tol``; ``tol_log`` at ``p = 1``, which must separate a
+    logarithmic growth from :math:`d^{1/3}` and from a flat curve); the transition: the intervals of ``p = 1``
+    and ``p = 2`` are disjoint (``p = 1`` below); the worst instance lies strictly inside the family at every
+    ``d`` and ``p`` (else the curve would be capped, not governed by the rate); at every ``d`` and ``p > 1`` the
+    worst-case Bayes risk (mean over replicates) is at least the explicit lower bound; the regime: the noise-free
+    run's worst-case error is at most ``regime[0]`` (F3, ``p > 1``) and ``regime[1]`` (``p = 1``) times the
+    private one at every ``d`` (the private term is what is measured); the ledgers certify ``epsilon``.
+    """
+    groups = _by_p(records)
+    if 1.0 not in groups or 2.0 not in groups:
+        raise ValueError(f"records must hold p = 1 and p = 2, got p in {sorted(groups)}")
+    fits: dict[float, SlopeFit] = {}
+    for p, recs in groups.items():
+        ds = sorted({int(r["d"]) for r in recs})
+        n, eps = int(recs[0]["n"]), float(recs[0]["epsilon"])
+        fits[p] = fit_loglog_slope([r["d"] for r in recs], [r["excess"] for r in recs], rng=rng,
+                                   statistic="median", n_boot=n_boot, worst_over=[r["hardness"] for r in recs],
+                                   level=level)
+        what = "F2 (l1 ball)" if p == 1.0 else "F3 tree"
+        verdict.check_exponent(f"L1, p = {p:g}: {what} worst-case excess ~ d^beta (n = {n}, eps = {eps:g})",
+                               fits[p], dimension_exponent_range(ds, n=n, p=p, epsilon=eps),
+                               tol_log if p == 1.0 else tol)
+    f1, f2 = fits[1.0], fits[2.0]
+    verdict.check("L1 transition: exponent intervals of p = 1 and p = 2 disjoint", f1.ci_high < f2.ci_low,
+                  f"p = 1: [{f1.ci_low:+.3f}, {f1.ci_high:+.3f}]; p = 2: [{f2.ci_low:+.3f}, {f2.ci_high:+.3f}]",
+                  predicted="p = 1 interval entirely below p = 2")
+    inside = []
+    for recs in groups.values():
+        members = sorted({float(r["hardness"]) for r in recs})
+        _, _, worst = worst_case_replicates(recs, x="d", family="hardness")
+        inside += [members[0] < h < members[-1] for h in worst]
+    verdict.check("L1 sweep in d: worst instance inside the family (every d, every p)", all(inside),
+                  f"{sum(inside)} of {len(inside)} (d, p) cells", predicted="all")
+    rows = dimension_rows(records)
+    ratios = [r["mean / bound"] for r in rows if r["p"] > 1.0]
+    verdict.check_at_least("L1 sweep in d: worst-case error / explicit lower bound, min over d and p > 1",
+                           min(ratios), 1.0, what="the bound holds")
+    for name, is_l1, limit in (("F3, p > 1", False, regime[0]), ("F2, p = 1", True, regime[1])):
+        ratio = max(r["noise-free / private"] for r in rows if (r["p"] == 1.0) == is_l1)
+        verdict.check_at_most(f"L1 sweep in d, regime ({name}): noise-free / private worst-case error, max over d",
+                              ratio, limit, what="the private term dominates")
+    cert = max(float(r["certified_eps"]) / float(r["epsilon"]) for r in records)
+    verdict.check_at_most("L1 sweep in d: ledgers certify eps (max certified / target)", cert, 1.0 + 1e-9,
+                          fmt=".6f")
+    return fits
+
+
+def plot_dimension(ax: Any, records: Sequence[Mapping[str, Any]], fits: Mapping[float, SlopeFit]) -> None:
+    """Worst-case median excess against ``d`` per ``p`` (band over the replicates of the worst instance, fit), the
+    explicit lower bound maximized over ``alpha`` (dashed, ``p > 1``) and a curve proportional to ``ln(2d)``
+    through the first point of ``p = 1`` (dotted)."""
+    from dpsco_lib.plotting import plot_rate
+
+    for i, (p, recs) in enumerate(_by_p(records).items()):
+        xs, reps, _ = worst_case_replicates(recs, x="d", family="hardness")
+        what = "F2, $\\ell_1$ ball" if p == 1.0 else "F3 tree"
+        plot_rate(ax, xs, reps, label=f"p = {p:g}: {what}, worst case", color=f"C{i}", fit=fits.get(p))
+        r0 = recs[0]
+        n, eps = int(r0["n"]), float(r0["epsilon"])
+        if p > 1.0:
+            lb = [fingerprint_lower_bound(n, int(d), p, eps, delta_for_n(n)) for d in xs]
+            ax.plot(xs, lb, ls="--", color=f"C{i}", lw=1.0, label=f"p = {p:g}: explicit lower bound")
+        else:
+            xa = np.asarray(xs)
+            ax.plot(xa, np.median(reps[0]) * np.log(2 * xa) / math.log(2 * xa[0]), ls=":", color="k",
+                    label=r"$\propto \ln(2d)$")
+    ax.set_xlabel("dimension $d$")
+    ax.set_ylabel("excess population risk (exact)")
+
+
+def poly_sfw_selection_scale(n: int, ds: Sequence[int], *, epsilon: float = 1.0) -> list[float]:
+    r"""Per ``d`` in ``ds``: the error scale :math:`2\lambda\ln|V|` of one report-noisy-min selection of Poly-SFW
+    (result F1, BGN21) with the theorem's step :math:`\eta = \ln(n/\ln|V|)/T` on the unit :math:`\ell_1` ball
+    (``|V| = 2d``, ``L0 = 1``, ``L1 = 0``, ``D = 2``, ``delta = n^-1.1``, tightest accountant), where
+    :math:`\lambda = 2 s/\varepsilon_0` is the Laplace scale at the sensitivity floor ``s = eta D L0``. On the
+    planted family the score gap of the optimal vertex is ``gamma <= 1``: a scale above 1 means that no member of
+    the family is learned at this ``n``, so the worst case sits at the cap ``gamma = 1``."""
+    from dpsco_lib.algorithms.poly_sfw import poly_sfw_theory_params
+
+    n = check_int(n, "n", lo=4)
+    epsilon = check_epsilon(epsilon)
+    out = []
+    for d in ds:
+        nv = 2 * check_int(int(d), "ds", lo=1)
+        prm = poly_sfw_theory_params(n, nv, epsilon, delta_for_n(n), 1.0, 0.0, 2.0, step_constant=1.0)
+        out.append(2.0 * (2.0 * prm.sensitivity_floor / prm.eps0) * math.log(nv))
+    return out
