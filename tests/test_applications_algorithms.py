@@ -293,3 +293,67 @@ def test_x2_sensitivity_audit_catches_under_priced_draws() -> None:
     assert rows[0]["largest gradient recomputed"] <= rows[0]["L0 the ledger prices"]
     assert rows[1]["violation detected"] and rows[2]["violation detected"]
     assert all(r["ledger certifies eps"] <= 1 + 1e-9 for r in rows)  # the broken ledgers claim the target
+
+
+# ---------------------------------------------------------------------------------------------- X2 hard family
+def test_planted_group_losses_exact_optimum_excess_and_gap() -> None:
+    from dpsco_lib.problems.hard_groups import MaxOfLinearLosses, PlantedGroupLosses
+
+    P = PlantedGroupLosses(6, 3, 0.25, decoy=1.5)
+    assert P.A_bound == 1.5 and P.L0 == P.L1 == pytest.approx(4.5) and P.L2 == 0.0
+    generic = MaxOfLinearLosses(P.C, noise=0.5)  # the same game, optimum by the cvxpy LP
+    xs, ys, v = generic.saddle_point()
+    assert v == pytest.approx(P.saddle_point()[2], abs=1e-7) == 1.0 - 0.25
+    assert xs[0] == pytest.approx(1.0, abs=1e-6)
+    r = np.random.default_rng(0)
+    for x in r.dirichlet(np.ones(6), size=20):
+        assert P.worst_group_excess(x) == pytest.approx(generic.worst_group_excess(x), abs=1e-7)
+        y = r.dirichlet(np.ones(3))
+        gap = max(0.25, 1.5 * (1 - y[0])) - 0.25 * x[0]  # closed form of the module docstring
+        assert P.duality_gap(x, y) == pytest.approx(gap, abs=1e-12)
+    assert P.trivial_excess() == pytest.approx(0.25 * (1 - 1 / 6))
+    assert np.array_equal(P.pooled_point(), np.eye(6)[1]) and P.worst_group_excess(P.pooled_point()) == 0.25
+    # the best response of the decision player switches from the decoy e_2 to e_1 at y_1 = 1 - Delta/kappa
+    assert P.best_response_x(np.full(3, 1 / 3))[0][1] == 1.0 and P.best_response_x(np.eye(3)[0])[0][0] == 1.0
+
+
+def test_planted_group_losses_records_and_gradients() -> None:
+    from dpsco_lib.problems.hard_groups import PlantedGroupLosses
+
+    P = PlantedGroupLosses(5, 3, 0.5, shares=[0.2, 0.4, 0.4])
+    assert P.L0 == pytest.approx(1.5 / 0.2)
+    data = P.sample(60_000, np.random.default_rng(1))
+    g = np.asarray(data.extras["group"])
+    assert np.allclose(np.bincount(g, minlength=3) / g.size, P.pi, atol=0.01)
+    assert np.allclose(data.X[g == 1].mean(axis=0), P.C[:, 1], atol=0.02)
+    assert np.max(np.abs(data.X)) <= P.A_bound and P.validate_data(data) is data
+    r = np.random.default_rng(2)
+    X, Y = r.dirichlet(np.ones(5), size=4), r.dirichlet(np.ones(3), size=4)
+    gx, gy = P.grad_x(X, Y, data[:200]), P.grad_y(X, Y, data[:200])
+    assert gx.shape == (4, 200, 5) and gy.shape == (4, 200, 3)
+    assert np.max(np.abs(gx)) <= P.L0 and np.max(np.abs(gy)) <= P.L0
+    # unbiased: E f(x, y; z) = F(x, y) = x^T C y (importance weights 1/pi_g)
+    assert P.loss(X[0], Y[0], data).mean() == pytest.approx(P.population_value(X[0], Y[0]), abs=0.02)
+    np.testing.assert_allclose(P.mean_grad_x(X[0], Y[0], data), P.C @ Y[0], atol=0.03)
+    bad = Dataset(data.X[:3] * 2, None, {"group": g[:3]})
+    with pytest.raises(ValueError, match="bounds"):
+        P.validate_data(bad)
+
+
+def test_planted_group_losses_bad_inputs() -> None:
+    from dpsco_lib.problems.hard_groups import MaxOfLinearLosses, PlantedGroupLosses, planted_group_family
+
+    with pytest.raises(ValueError, match="margin"):
+        PlantedGroupLosses(5, 3, 1.5)
+    with pytest.raises(ValueError, match="margin \\+ decoy"):
+        PlantedGroupLosses(5, 3, 0.75, decoy=1.5)
+    with pytest.raises(ValueError, match="d"):
+        PlantedGroupLosses(2, 3, 0.5)
+    with pytest.raises(ValueError, match="shares"):
+        PlantedGroupLosses(5, 3, 0.5, shares=[0.5, 0.5, 0.5])
+    with pytest.raises(ValueError, match="m"):
+        MaxOfLinearLosses(np.ones((4, 1)))
+    with pytest.raises(ValueError, match="margins"):
+        planted_group_family(5, 3, [])
+    fam = planted_group_family(5, 3, [0.125, 0.5])
+    assert sorted(fam) == [0.125, 0.5] and len({(m.L0, m.L1, m.L2) for m in fam.values()}) == 1
