@@ -38,6 +38,7 @@ from dpsco_lib.problems.hard_saddle import (
     planted_game_family,
     planted_sco_family,
 )
+from dpsco_lib.problems.hard_sco import PlantedCubeLinear, PlantedLpLinear, planted_cube_linear, planted_lp_linear
 from dpsco_lib.problems.least_squares import (
     LeastSquares,
     hard_least_squares,
@@ -74,7 +75,9 @@ __all__ = [
     "LogisticRegression",
     "MaxOfLosses",
     "NonconvexRegression",
+    "PlantedCubeLinear",
     "PlantedLinearSCO",
+    "PlantedLpLinear",
     "PlantedMatrixGame",
     "Problem",
     "QuadraticGame",
@@ -97,7 +100,9 @@ __all__ = [
     "logistic_regression_data",
     "max_feasible_norm",
     "max_of_losses_from_sklearn",
+    "planted_cube_linear",
     "planted_game_family",
+    "planted_lp_linear",
     "planted_sco_family",
     "QUERY_RELEASE_FAMILY",
     "group_robust_breast_cancer",
