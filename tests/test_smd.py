@@ -181,30 +181,3 @@ def test_run_smd_rejects_bad_input():
     )  # wrong gradient shape
     with pytest.raises(ValueError):
         run_smd(bad, data, rng=rng)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The linear family of the S1 rate check (dpsco_lib.experiments.mirror_checks)
-# ---------------------------------------------------------------------------------------------------------
-def test_mirror_checks_linear_family_exact_excess_and_grid():
-    from dpsco_lib.experiments import mirror_checks as mc
-
-    pr = mc.linear_member(2.0, 16, 0.1)
-    x = np.zeros(16)
-    x[0] = 0.5
-    assert pr.excess_risk(x) == pytest.approx(0.1 * 0.5) and pr.trivial_excess() == pytest.approx(0.1)
-    with pytest.raises(ValueError, match="gamma"):
-        mc.linear_member(2.0, 16, 0.3)  # above d^(-1/q) = 0.25
-    g = mc.gamma_grid(2.0, 16, n_min=100, n_max=10_000, size=4)
-    assert g[0] == pytest.approx(0.25) and g[-1] == pytest.approx(0.25 / 100) and len(g) == 4
-    r = mc.smd_linear_task(rng=np.random.default_rng(0), p=1.5, d=8, gamma=0.2, n=200)
-    assert 0.0 <= r["excess"] <= 2 * r["trivial"] and r["bound"] > 0
-    recs = [{"regime": "a", "n": 10, "gamma": 1.0, "excess": 0.1, "bound": 1.0},
-            {"regime": "a", "n": 10, "gamma": 2.0, "excess": 0.3, "bound": 1.0},
-            {"regime": "a", "n": 20, "gamma": 1.0, "excess": 0.2, "bound": 0.5}]
-    ns, vals = mc.worst_member_values(recs)
-    assert ns == [10.0, 20.0] and vals == [[0.3], [0.2]]
-    assert mc.max_mean_over_bound(recs) == pytest.approx(0.4)
-    for p in (1.0, 2.0):  # Le Cam members gamma = c/sqrt(n): l1 planted vertex (p = 1) and the l_p family
-        r = mc.smd_lecam_task(rng=np.random.default_rng(1), p=p, d=8, c=2.0, n=400)
-        assert r["gamma"] == pytest.approx(0.1) and 0.0 <= r["excess"] <= 2 * r["gamma"] and r["bound"] > 0
