@@ -107,3 +107,129 @@ def test_calibration_runs_paper_rule_vs_tightest() -> None:
     c2 = ac.x2_calibration(20_000, 1.0, np.random.default_rng(0))
     assert c2["tightest"].params["eps0"] > c2["paper rule"].params["eps0"]
     assert all(r.certified_epsilon(delta_for_n(20_000)) <= 1 + 1e-9 for r in c2.values())
+
+
+# ---------------------------------------------------------------------------------------------- X2 hard family
+def test_x2_hard_task_long_and_table() -> None:
+    r = ac.x2_hard_task(rng=np.random.default_rng(0), n=4000, epsilon=1.0, runs=2)
+    fam = ac.x2_hard_family()
+    assert list(fam) == list(ac.X2_HARD["margins"])
+    for i, P in enumerate(fam.values()):
+        assert 0 <= r[f"excess_{i}"] <= r[f"excess_max_{i}"] <= P.margin
+        assert r[f"trivial_{i}"] == pytest.approx(P.margin * 0.9) and r[f"pooled_{i}"] == P.margin
+    assert r["K"] == 1 and r["certified"] <= 1 + 1e-9
+    assert r["bound"] == pytest.approx(r["smd_term"] + r["stat_term"])  # K = 1, L2 = 0: no bias term
+    recs = [dict(r, n=4000, replicate=0), dict(r, n=8000, replicate=0)]
+    long = ac.x2_hard_long(recs)
+    assert long["n"].size == 6 and set(long["label"]) == set(ac.X2_HARD["margins"])
+    rows = ac.x2_hard_table(recs, long)
+    assert [row["n"] for row in rows] == [4000, 8000] and all(row["max excess / bound"] <= 1 for row in rows)
+    with pytest.raises(ValueError, match="records"):
+        ac.x2_hard_long([])
+
+
+def _synthetic_hard_records(slope: float, *, seed: int = 0) -> list[dict]:
+    """Records shaped like x2_hard_task's on the paper grid: the bound of Thm 3.1 at the real design, and worst-group
+    excesses c_i 0.11 (n/128000)^slope/0.9 (c_i largest for the middle margin; 0.11 is about the measured worst case
+    at n = 128000) with 2% multiplicative replicate noise, capped at the trivial excess."""
+    from dpsco_lib.algorithms.private_smd_saddle import alg1_theory_params
+
+    P = next(iter(ac.x2_hard_family().values()))
+    rng = np.random.default_rng(seed)
+    recs = []
+    for n in (32_000, 64_000, 128_000, 256_000, 512_000):
+        p = alg1_theory_params(n, d=(P.dx, P.dy), epsilon=1.0, delta=delta_for_n(n), L0=P.L0, L1=P.L1, L2=0.0,
+                               regime="quadratic")
+        for rep in range(4):
+            r = {"n": n, "epsilon": 1.0, "replicate": rep, "K": 1, "T": p.T, "eta": p.eta, "bound": p.bound,
+                 "smd_term": p.smd_term, "stat_term": p.stat_term, "certified": 0.99}
+            for i, (mg, c) in enumerate(zip(ac.X2_HARD["margins"], (0.5, 0.9, 0.8), strict=True)):
+                e = min(c * 0.11 / 0.9 * (n / 128_000) ** slope * (1 + 0.02 * rng.standard_normal()), 0.9 * mg)
+                r.update({f"excess_{i}": e, f"excess_max_{i}": e, f"trivial_{i}": 0.9 * mg, f"pooled_{i}": mg})
+            recs.append(r)
+    return recs
+
+
+def test_x2_hard_prediction_range() -> None:
+    recs = _synthetic_hard_records(-0.47)
+    pred = ac.x2_hard_prediction(recs)
+    assert pred["asymptotic"] == -0.5 and pred["lo"] == -0.5
+    assert -0.5 < pred["local_smd"] < -0.44 and -0.5 < pred["local_bound"] < -0.44
+    assert pred["hi"] == max(pred["local_smd"], pred["local_bound"])
+    with pytest.raises(ValueError, match="two values"):
+        ac.x2_hard_prediction([r for r in recs if r["n"] == 32_000])
+
+
+@pytest.mark.parametrize(("slope", "passes"), [(-0.47, True), (-0.40, False), (-1 / 3, False), (-0.58, False)])
+def test_x2_hard_exponent_check_fails_on_wrong_curves(slope: float, passes: bool) -> None:
+    """The exponent row passes on the quadratic-regime decay and fails on the decay of the second-order (-2/5) or
+    first-order (-1/3) regime, or on a decay faster than n^-1/2; the learning and bound rows read the same records."""
+    from dpsco_lib.experiments import Verdict
+
+    recs = _synthetic_hard_records(slope)
+    long = ac.x2_hard_long(recs)
+    fit = ac.x2_hard_fit(long, rng=np.random.default_rng(1), n_boot=300)
+    for interval in (True, False):
+        v = Verdict("t")
+        ac.x2_hard_verdict_checks(v, recs, long, fit, ac.x2_hard_prediction(recs), interval=interval)
+        assert v.rows[-1].passed is passes, (slope, interval, fit)
+
+
+def test_x2_hard_learning_and_bound_rows_fail_when_violated() -> None:
+    from dpsco_lib.experiments import Verdict
+
+    recs = _synthetic_hard_records(-0.47)
+    long = ac.x2_hard_long(recs)
+    fit = ac.x2_hard_fit(long, rng=np.random.default_rng(1), n_boot=300)
+    v = Verdict("t")
+    ac.x2_hard_verdict_checks(v, recs, long, fit, ac.x2_hard_prediction(recs))
+    assert [c.passed for c in v.rows] == [True, True, True]
+    flat = [dict(r, **{f"excess_{i}": 0.8 * r[f"trivial_{i}"] for i in range(3)}) for r in recs]
+    big = [dict(r, excess_max_0=2 * r["bound"]) for r in recs]
+    for bad, row in ((flat, 0), (big, 1)):
+        v = Verdict("t")
+        lg = ac.x2_hard_long(bad)
+        ac.x2_hard_verdict_checks(v, bad, lg, ac.x2_hard_fit(lg, rng=np.random.default_rng(1), n_boot=300),
+                                  ac.x2_hard_prediction(bad))
+        assert not v.rows[row].passed
+
+
+def test_plot_x2_hard_draws_members_worst_case_and_bound() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    recs = _synthetic_hard_records(-0.47)
+    long = ac.x2_hard_long(recs)
+    fig, ax = plt.subplots()
+    ac.plot_x2_hard(ax, recs, long, ac.x2_hard_fit(long, rng=np.random.default_rng(0), n_boot=200))
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("bound of Thm 3.1" in t for t in labels) and sum("member" in t for t in labels) >= 4
+    plt.close(fig)
+
+
+@pytest.mark.statistical
+def test_x2_audit_correct_passes_broken_caught() -> None:
+    """Canary audit on the worst-case pair (fixed seed; each bound has false-alarm probability 1e-3): the correct
+    draw's exact loss is below the claim and it is not flagged; both broken variants are caught."""
+    from dpsco_lib.experiments import Verdict
+
+    audit = ac.x2_audit(runs=20_000, alpha=1e-3, rng=np.random.default_rng(3))
+    assert [r["exact loss"] for r in audit] == pytest.approx([1.7761, 3.4155, 4.8325], abs=1e-3)
+    assert [r["caught"] for r in audit] == [False, True, True]
+    assert audit[0]["audited lower bound"] <= audit[0]["exact loss"]
+    v = Verdict("t")
+    ac.x2_audit_checks(v, audit)
+    assert [c.passed for c in v.rows] == [True] * 4
+    v2 = Verdict("t")
+    ac.x2_audit_checks(v2, [dict(audit[0], caught=True), dict(audit[1], caught=False), audit[2]])
+    assert [c.passed for c in v2.rows] == [True, False, False, True]
+    with pytest.raises(ValueError, match="rows"):
+        ac.x2_audit_checks(v, audit[:2])
+
+
+def test_certificate_ratio_reads_the_hard_family() -> None:
+    rec2 = [{"epsilon": 1.0, "cert_robust": 0.5}]
+    assert ac.certificate_ratio([], [], rec2, [{"epsilon": 1.0, "certified": 0.97}]) == pytest.approx(0.97)
+    assert ac.certificate_ratio([], [], rec2, [{"epsilon": 1.0, "certified": 1.2}]) == pytest.approx(1.2)
