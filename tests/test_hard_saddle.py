@@ -180,3 +180,106 @@ def test_check_audit_pair_rows():
     assert [r.passed for r in v2.rows] == [False, False]
     with pytest.raises(ValueError, match="audit"):
         check_audit_pair(Verdict("t"), "A9", [ok])
+
+
+def test_planted_noiseless_excess_is_algorithm_5_without_record_noise():
+    """The closed form equals the excess of Algorithm 5's last anytime average x_{T+1} on a member with s = 0
+    (an off-by-one in A_{t-1} or in the averaging weights t would miss it), whatever K, tau (the gradient of a
+    linear loss does not depend on the vertex estimate)."""
+    from dpsco_lib.algorithms.anytime_smd import run_anytime_smd_sco
+
+    p = PlantedLinearSCO(5, 0.5, noise=0.0, L1=0.15, L2=0.15)
+    data = p.sample(600, np.random.default_rng(0))
+    for K, tau in ((1, 1), (3, 4)):
+        r = run_anytime_smd_sco(p, data, epsilon=1.0, delta=1e-4, rng=np.random.default_rng(K), T=60, K=K, tau=tau,
+                                K_out=5, step_size=0.002, enforce_privacy_cap=False, trace=True)
+        assert p.excess_risk(r.trace["x_avg"][-1]) == pytest.approx(sc.planted_noiseless_excess(0.5, 5, 60, 0.002),
+                                                                    rel=1e-12)
+
+
+def test_planted_noiseless_excess_grows_to_the_regret_plateau():
+    # first-order design at n = 4000 (T = 160, eta = 5.39e-4): the excess grows with the margin and the largest
+    # margin sits within 1% of the log d/(eta A_T) term of the bound
+    T, eta = 160, 5.391e-4
+    vals = [sc.planted_noiseless_excess(m, 10, T, eta) for m in (0.0625, 0.125, 0.25, 0.5, 1.0)]
+    assert np.all(np.diff(vals) > 0)
+    assert vals[-1] == pytest.approx(math.log(10) / (eta * T * (T + 1) / 2), rel=0.01)
+    # a tiny step learns nothing: the excess of the uniform point
+    assert sc.planted_noiseless_excess(0.5, 10, 5, 1e-12) == pytest.approx(0.5 * 0.9, rel=1e-6)
+    for kw, match in (({"margin": 0.0}, "margin"), ({"d": 1}, "d must"), ({"T": 0}, "T must"), ({"eta": -1.0}, "eta")):
+        args = {"margin": 0.5, "d": 4, "T": 10, "eta": 0.1} | kw
+        with pytest.raises(ValueError, match=match):
+            sc.planted_noiseless_excess(**args)
+
+
+def test_bound_ratio_rows_read_the_worst_member_and_the_design():
+    # two n, two margins, three replicates: the worst member switches from 1.0 to 0.5; ratio = worst median/bound
+    recs = [{"regime": "r", "n": n, "m": float(n), "d": 4, "T": T, "eta": 0.01, "bound": b, "reps": 3,
+             "replicate": 0} for n, T, b in ((100, 10, 0.5), (400, 20, 0.25))]
+    long = {"r": {"n": np.repeat([100, 400], 6), "m": np.repeat([100.0, 400.0], 6),
+                  "y": np.array([0.1, 0.2, 0.3, 0.2, 0.3, 0.4, 0.1, 0.12, 0.14, 0.05, 0.06, 0.07]),
+                  "trivial": np.ones(12), "label": np.tile(np.repeat([0.5, 1.0], 3), 2)}}
+    rows = sc.bound_ratio_rows(long, recs)
+    assert [(r["n"], r["worst margin"]) for r in rows] == [(100, 1.0), (400, 0.5)]
+    assert rows[0]["median error"] == pytest.approx(0.3) and rows[0]["error/bound"] == pytest.approx(0.6)
+    assert rows[1]["error/bound"] == pytest.approx(0.12 / 0.25)
+    assert rows[1]["noiseless, largest margin"] == pytest.approx(sc.planted_noiseless_excess(1.0, 4, 20, 0.01))
+
+
+def test_a5_margins_shrink_with_n_like_the_theorem_s_private_term():
+    for regime, power, logpow in (("first_order", 0.4, 0.7), ("second_order", 0.5, 1.0)):
+        small, large = (sc.a5_margins(regime, n, d=10, epsilon=1.0) for n in (4000, 160000))
+        assert small[-1] == large[-1] == 1.0 and len(small) == 3 and small == sorted(small)
+        m = sc.effective_n(160000, 1.0)
+        assert large[0] == pytest.approx(math.log(10) ** logpow * m**-power)
+        assert large[1] == pytest.approx(4 * large[0])
+        # the shrinking members follow m^(-power) between the two sizes
+        ratio = sc.effective_n(160000, 1.0) / sc.effective_n(4000, 1.0)
+        assert large[0] / small[0] == pytest.approx(ratio**-power)
+    with pytest.raises(ValueError, match="too small"):
+        sc.a5_margins("first_order", 50, d=10, epsilon=1.0)
+    with pytest.raises(ValueError, match="regime must be"):
+        sc.a5_margins("quadratic", 4000, d=10, epsilon=1.0)
+
+
+def test_a5_family_members_below_the_plateau_do_not_tie_with_the_largest_margin():
+    # at the design's T and eta, the worst member is the largest margin and the shrinking ones stay >= 15% below it
+    from dpsco_lib.algorithms.anytime_smd import alg5_theory_params
+    from dpsco_lib.experiments.tables import delta_for_n
+
+    for regime in ("first_order", "second_order"):
+        for n in (4000, 25000):
+            p = alg5_theory_params(n, n_vertices=10, epsilon=1.0, delta=delta_for_n(n), L0=1.5, L1=0.15, L2=0.15,
+                                   regime=regime)
+            vals = [sc.planted_noiseless_excess(mg, 10, p.T, p.eta) for mg in sc.a5_margins(regime, n, d=10,
+                                                                                             epsilon=1.0)]
+            assert vals[0] < vals[1] < 0.85 * vals[2]
+            assert vals[2] == pytest.approx(p.log_v / (p.eta * p.T * (p.T + 1) / 2), rel=0.01)
+
+
+def test_long_format_reads_each_record_s_margins():
+    recs = [{"regime": "r", "n": n, "m": float(n), "reps": 1, "margins": mg, "gap_0_0": 0.1, "gap_1_0": 0.2,
+             "trivial_0": 0.5, "trivial_1": 0.9} for n, mg in ((100, [0.3, 1.0]), (400, [0.2, 1.0]))]
+    long = sc.long_format(recs)["r"]
+    assert long["label"].tolist() == [0.3, 1.0, 0.2, 1.0] and long["y"].tolist() == [0.1, 0.2, 0.1, 0.2]
+    fixed = sc.long_format(recs, [0.5, 1.0])["r"]
+    assert fixed["label"].tolist() == [0.5, 1.0, 0.5, 1.0]
+
+
+def test_predicted_ranges_include_the_local_slope_of_an_attained_term():
+    # bound = regret + bias; the regret term alone is steeper over the grid: the range spans it
+    ms = np.array([100.0, 400.0, 1600.0])
+    regret = ms**-0.45
+    recs = [{"regime": "r", "m": m, "bound": g + 0.5 * m**-0.3, "regret_term": g}
+            for m, g in zip(ms, regret, strict=True)]
+    p = sc.predicted_ranges(recs, {"r": -0.4}, terms=("regret_term",))["r"]
+    assert p["terms"]["regret_term"] == pytest.approx(-0.45)
+    assert p["lo"] == pytest.approx(-0.45) and p["hi"] == pytest.approx(max(-0.4, p["local"]))
+    plain = sc.predicted_ranges(recs, {"r": -0.4})["r"]
+    assert plain["terms"] == {} and (plain["lo"], plain["hi"]) == (min(-0.4, plain["local"]), max(-0.4, plain["local"]))
+
+
+def test_a5_task_records_the_regret_term_of_its_design():
+    out = sc.a5_excess_task(rng=np.random.default_rng(0), regime="first_order", n=800, d=4, margins=[1.0],
+                            epsilon=1.0, runs=1, reps=1)
+    assert out["regret_term"] == pytest.approx(math.log(4) / (out["eta"] * out["T"] * (out["T"] + 1) / 2))

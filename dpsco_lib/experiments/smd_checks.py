@@ -46,6 +46,8 @@ __all__ = [
     "a5_audit",
     "a5_declared",
     "a5_excess_task",
+    "a5_margins",
+    "bound_ratio_rows",
     "calibration_runs",
     "effective_n",
     "exponent_fits",
@@ -53,6 +55,7 @@ __all__ = [
     "check_audit_pair",
     "long_format",
     "pairwise_separated",
+    "planted_noiseless_excess",
     "plot_regimes",
     "predicted_ranges",
 ]
@@ -86,6 +89,36 @@ def a5_declared(regime: str, d: int, margin: float) -> PlantedLinearSCO:
     if regime not in A5_EXPONENTS:
         raise ValueError(f"regime must be one of {sorted(A5_EXPONENTS)}, got {regime!r}")
     return PlantedLinearSCO(d, margin, scale=1.0, noise=0.5, L1=0.15, L2=0.15)
+
+
+def a5_margins(regime: str, n: int, *, d: int, epsilon: float, factors: Sequence[float] = (1.0, 4.0)
+               ) -> list[float]:
+    r"""The margins of Algorithm 5's planted family at ``n``: ``f rho_n`` for ``f`` in ``factors`` and ``c = 1``.
+
+    ``rho_n`` is the private term of Thm 4.2 ([GGP24], Spec A5) in the effective sample size
+    :math:`m` (:func:`effective_n`): :math:`\log^{7/10} d\, m^{-2/5}` (first order) or
+    :math:`\log d\, m^{-1/2}` (second order), the margin of the lower-bound construction at the accuracy the
+    theorem claims, shrinking with ``n``.  The largest margin of the class, ``Delta = c = 1``, is the worst member
+    of exponentiated gradient at the privacy cap: its excess grows with the margin up to the plateau
+    :math:`\approx 2\log d/(\eta T^2)` (:func:`planted_noiseless_excess`), which ``Delta = 1`` reaches at the
+    sizes of notebook 12, while the shrinking members stay below it (about 20-80% of it), so no two members tie
+    at the worst case (a maximum over tied noisy medians is biased upwards).
+
+    Returns the sorted margins; ValueError if a shrinking margin is not below 1 (``n`` too small).
+    """
+    if regime not in A5_EXPONENTS:
+        raise ValueError(f"regime must be one of {sorted(A5_EXPONENTS)}, got {regime!r}")
+    d = check_int(d, "d", lo=2)
+    m = effective_n(n, epsilon)
+    rho = math.log(d) ** 0.7 * m**-0.4 if regime == "first_order" else math.log(d) * m**-0.5
+    out = []
+    for f in factors:
+        margin = check_positive(f, "factors") * rho
+        if margin >= 1.0:
+            raise ValueError(f"factors: margin {f} x rho_n = {margin:.3g} must lie below the largest margin 1 "
+                             f"(n = {n} is too small for this family)")
+        out.append(float(margin))
+    return sorted(out) + [1.0]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -135,8 +168,10 @@ def a1_gap_task(*, rng: np.random.Generator, regime: str, n: int, d: int, margin
 
 def a5_excess_task(*, rng: np.random.Generator, regime: str, n: int, d: int, margins: Sequence[float],
                    epsilon: float, runs: int, reps: int, accountant: str = "best") -> dict[str, Any]:
-    """As :func:`a1_gap_task` for Algorithm 5 on the planted linear family: ``gap_<i>_<r>`` is the mean exact
-    excess risk over ``runs`` runs, ``trivial_<i>`` the uniform point's."""
+    r"""As :func:`a1_gap_task` for Algorithm 5 on the planted linear family: ``gap_<i>_<r>`` is the mean exact
+    excess risk over ``runs`` runs, ``trivial_<i>`` the uniform point's; also ``regret_term``, the Bregman term
+    :math:`\log d/(\eta A_T)` of Thm 4.2's bound at the design's ``T`` and ``eta`` (the term the planted members
+    attain, :func:`planted_noiseless_excess`)."""
     delta = delta_for_n(n)
 
     def run(prob: PlantedLinearSCO, data: Dataset) -> tuple[float, dict[str, Any], Any]:
@@ -144,22 +179,24 @@ def a5_excess_task(*, rng: np.random.Generator, regime: str, n: int, d: int, mar
                                        regime=regime, accountant=accountant)
         return float(np.mean([prob.excess_risk(x) for x in res["x"]])), res["params"], res["ledger"]
 
-    out = {"m": effective_n(n, epsilon), "delta": delta}
-    return _replicates(lambda mg: a5_declared(regime, d, mg), run, rng=rng, n=n, margins=margins, reps=reps,
-                       out=out)
+    out = _replicates(lambda mg: a5_declared(regime, d, mg), run, rng=rng, n=n, margins=margins, reps=reps,
+                      out={"m": effective_n(n, epsilon), "delta": delta})
+    out["regret_term"] = math.log(d) / (out["eta"] * out["T"] * (out["T"] + 1) / 2.0)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------
 # fits, curves, verdict inputs
 # ---------------------------------------------------------------------------------------------------------
-def long_format(records: Sequence[Mapping[str, Any]], margins: Sequence[float], *, by: str = "regime"
-                ) -> dict[str, dict[str, np.ndarray]]:
+def long_format(records: Sequence[Mapping[str, Any]], margins: Sequence[float] | None = None, *,
+                by: str = "regime") -> dict[str, dict[str, np.ndarray]]:
     """Per value of ``by``: arrays ``n``, ``m``, ``y`` (the error), ``trivial`` and ``label`` (the margin),
-    one entry per (cell, margin, replicate): the input of ``fit_loglog_slope(..., worst_over=label)``."""
+    one entry per (cell, margin, replicate): the input of ``fit_loglog_slope(..., worst_over=label)``.
+    ``margins=None`` reads each record's own ``margins`` (families whose margins change with ``n``)."""
     out: dict[str, dict[str, list]] = {}
     for rec in records:
         col = out.setdefault(rec[by], {"n": [], "m": [], "y": [], "trivial": [], "label": []})
-        for i, margin in enumerate(margins):
+        for i, margin in enumerate(rec["margins"] if margins is None else margins):
             for r in range(int(rec["reps"])):
                 col["n"].append(rec["n"])
                 col["m"].append(rec["m"])
@@ -178,7 +215,7 @@ def exponent_fits(long: Mapping[str, Mapping[str, np.ndarray]], *, rng: np.rando
 
 
 def predicted_ranges(records: Sequence[Mapping[str, Any]], exponents: Mapping[str, float], *,
-                     by: str = "regime") -> dict[str, dict[str, float]]:
+                     by: str = "regime", terms: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
     r"""The theorem's prediction for the exponent over the grid of ``records``, per regime.
 
     ``bound`` in a record is the theorem's bound evaluated with its constants at the parameters the design chose
@@ -186,18 +223,93 @@ def predicted_ranges(records: Sequence[Mapping[str, Any]], exponents: Mapping[st
     ``log bound`` against ``log m`` over the grid (one point per ``n``: a deterministic function of the design,
     not a fit to measurements).  The prediction is the range between the asymptotic exponent and that slope.
 
-    Returns ``{regime: {"asymptotic", "local", "lo", "hi"}}``.
+    ``terms`` names record fields holding terms of the same bound at the same parameters (e.g. ``"regret_term"``
+    of :func:`a5_excess_task`) that the instance family attains while the bound's other terms vanish on it: the
+    bound is minimized over integer parameters, so the balance between its terms, and with it the local slope of
+    each term, moves from one ``n`` to the next while the sum stays smooth.  The range then spans the asymptotic
+    exponent and the local slopes of the bound and of these terms.
+
+    Returns ``{regime: {"asymptotic", "local", "terms", "lo", "hi"}}`` (``terms``: ``{field: local slope}``).
     """
-    pts: dict[str, dict[float, float]] = {}
+    pts: dict[str, dict[float, Mapping[str, Any]]] = {}
     for rec in records:
-        pts.setdefault(rec[by], {})[float(rec["m"])] = float(rec["bound"])
+        pts.setdefault(rec[by], {})[float(rec["m"])] = rec
     out = {}
     for k, p in pts.items():
         m = np.array(sorted(p))
-        local = float(np.polyfit(np.log(m), np.log([p[v] for v in m]), 1)[0])
+
+        def slope(field: str, p: Mapping[float, Mapping[str, Any]] = p, m: np.ndarray = m) -> float:
+            return float(np.polyfit(np.log(m), np.log([float(p[v][field]) for v in m]), 1)[0])
+
+        local = slope("bound")
         e = float(exponents[k])
-        out[k] = {"asymptotic": e, "local": local, "lo": min(e, local), "hi": max(e, local)}
+        attained = {t: slope(t) for t in terms}
+        ends = [e, local, *attained.values()]
+        out[k] = {"asymptotic": e, "local": local, "terms": attained, "lo": min(ends), "hi": max(ends)}
     return out
+
+
+def planted_noiseless_excess(margin: float, d: int, T: int, eta: float) -> float:
+    r"""Excess risk of Algorithm 5's last anytime average on the planted linear member without record noise.
+
+    On :class:`~dpsco_lib.problems.hard_saddle.PlantedLinearSCO` the gradient ``a + s u`` does not depend on the
+    point, so the vertex estimates do not enter the iterates, the vertex-sampling bias, drift and lazy terms of
+    Thm 4.2 vanish and the output draw is unbiased (``E F(x~) = F(x_{T+1})``).  With ``s = 0`` the weights are
+    :math:`w_t(1) = 1/(1 + (d-1) e^{-\eta\Delta A_{t-1}})`, :math:`A_t = t(t+1)/2`, and
+
+    .. math:: F(x_{T+1}) - F^\star = \Delta\Big(1 - \sum_{t=1}^{T+1} t\, w_t(1)/A_{T+1}\Big)
+              \approx \frac{2}{\eta T^2}\log\frac{d}{1 + (d-1)e^{-\eta\Delta T^2/2}},
+
+    which grows with the margin ``Delta`` up to the plateau :math:`\approx 2\log d/(\eta T^2)`, the
+    :math:`\log d/(\eta A_T)` regret term of the bound (Spec A5, [GGP24] Thm 4.2).  With the records' noise
+    ``s = 1/2`` the scores move by at most a few percent of their drift at the sizes of notebook 12, so this is
+    the expected excess up to that.
+
+    Parameters
+    ----------
+    margin : float
+        ``Delta > 0``.
+    d : int
+        Dimension (>= 2).
+    T : int
+        Iterations (>= 1).
+    eta : float
+        Step size (> 0).
+    """
+    margin = check_positive(margin, "margin")
+    d = check_int(d, "d", lo=2)
+    T = check_int(T, "T", lo=1)
+    eta = check_positive(eta, "eta")
+    t = np.arange(1, T + 2, dtype=np.float64)
+    a_prev = (t - 1.0) * t / 2.0  # A_{t-1}
+    off = (d - 1) * np.exp(-eta * margin * a_prev)
+    w1 = 1.0 / (1.0 + off)
+    return float(margin * np.sum(t * (1.0 - w1)) / ((T + 1) * (T + 2) / 2.0))
+
+
+def bound_ratio_rows(long: Mapping[str, Mapping[str, np.ndarray]],
+                     records: Sequence[Mapping[str, Any]], *, by: str = "regime") -> list[dict[str, Any]]:
+    """Per regime and ``n``: the worst member and its median error (:func:`worst_case_curve`), the theorem's
+    bound at the design's parameters (``bound`` of the records), their ratio, and the noiseless expected excess
+    of the largest margin at the design's ``T`` and ``eta`` (:func:`planted_noiseless_excess`; records need ``d``,
+    ``T``, ``eta``) and the bound's regret term ``regret_term`` when the records carry it.  A ratio that stays flat
+    over ``n`` is what makes the worst case follow the bound's slope."""
+    design: dict[tuple[str, int], Mapping[str, Any]] = {}
+    for rec in records:
+        design.setdefault((rec[by], int(rec["n"])), rec)
+    rows = []
+    for k, v in long.items():
+        for n in np.unique(v["n"]):
+            at = v["n"] == n
+            top = float(np.max(v["label"][at]))
+            curve = worst_case_curve(v["m"][at], v["y"][at], v["label"][at], statistic="median")[0]
+            rec = design[(k, int(n))]
+            rows.append({by: k, "n": int(n), "worst margin": curve["argmax"], "median error": curve["worst"],
+                         "noiseless, largest margin": planted_noiseless_excess(top, int(rec["d"]), int(rec["T"]),
+                                                                                float(rec["eta"])),
+                         "regret term": float(rec.get("regret_term", math.nan)), "bound": float(rec["bound"]),
+                         "error/bound": curve["worst"] / float(rec["bound"])})
+    return rows
 
 
 def pairwise_separated(fits: Mapping[str, SlopeFit]) -> list[tuple[str, str, bool, str]]:
