@@ -206,6 +206,8 @@ def test_dimension_run_outputs_and_noise_free_counterpart(p):
         assert out["lower_bound"] == pytest.approx(fingerprint_lower_bound(2000, 20, 1.5, 1.0, 2000**-1.1, 0.5))
     with pytest.raises(ValueError, match="hardness"):
         lp.dimension_run(rng=np.random.default_rng(0), n=100, d=4, p=p, hardness=0.0)
+    with pytest.raises(ValueError, match="block"):
+        lp.dimension_run(rng=np.random.default_rng(0), n=100, d=4, p=p, hardness=0.5, block=-1)
     with pytest.raises(ValueError, match="p"):
         lp.dimension_run(rng=np.random.default_rng(0), n=100, d=4, p=0.5, hardness=0.5)
 
@@ -258,8 +260,10 @@ def test_p_trend_range_brackets_the_bounds():
 def test_dimension_grid_and_selection_scale():
     grid = lp.dimension_grid([50, 200], n=5000, per_octave=1)
     assert {g["p"] for g in grid} == {2.0, 1.5, 1.0} and all(g["depth"] == 5 for g in grid)
-    assert len([g for g in grid if g["p"] == 2.0]) == 2 * 7  # alpha = 1 .. 1/64, one per octave
-    assert len([g for g in grid if g["p"] == 1.0]) == 2 * 17  # gamma = 1 .. 1/16, four per octave
+    assert len([g for g in grid if g["p"] == 2.0]) == (2 + 1) * 7  # alpha = 1 .. 1/64, one per octave
+    assert len([g for g in grid if g["p"] == 1.0]) == (2 + 1) * 17  # gamma = 1 .. 1/16, four per octave
+    assert {g["block"] for g in grid if g["d"] == 50} == {0, 1} and {g["block"] for g in grid if g["d"] == 200} == {0}
+    assert len({tuple(sorted(g.items())) for g in grid}) == len(grid)  # distinct tasks (distinct seeds)
     scale = lp.poly_sfw_selection_scale(5000, [50, 800])
     assert 1.0 < scale[0] < scale[1]  # the theorem's step cannot find the planted vertex at n = 5000, eps = 1
     assert lp.poly_sfw_selection_scale(10**7, [50])[0] < scale[0] / 5
@@ -318,7 +322,7 @@ def test_dimension_rows_and_plot():
     assert all(r["worst hardness"] == 0.25 for r in rows)
     assert all(r["mean / bound"] > 1 for r in rows if r["p"] > 1) and all(math.isnan(r["lower bound"])
                                                                            for r in rows if r["p"] == 1)
-    assert rows[0]["noise-free / private"] == pytest.approx(0.01 / 1.025, rel=0.01)
+    assert rows[0]["noise-free / private"] == pytest.approx(0.01 / 1.025, rel=0.01)  # worst mean 1.025 x level
     fig, ax = plt.subplots()
     recs = _dim_records()
     fits = lp.check_dimension_transition(Verdict("t"), recs, rng=np.random.default_rng(0), n_boot=200)
