@@ -50,7 +50,7 @@ from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.stream import BlockSampler, IntegerDraw
 
-__all__ = ["HardLinear", "SparseHardLinear", "hard_linear"]
+__all__ = ["HardLinear", "LinearPopulation", "SparseHardLinear", "hard_linear"]
 
 #: Resolution of the coin of the first coordinate: P(z_1 = -1) = k / 2^30.
 COIN_BITS = 30
@@ -85,21 +85,21 @@ class _PlantedSignSampler(BlockSampler):
             X[:, 0] *= self.w_first
 
 
-class _PlantedLinear(Problem):
-    """Shared oracle of the linear families: ``f(x; z) = <z, x>``, ``E z = -signal e_1``, ``x* = radius e_1``."""
+class LinearPopulation(Problem):
+    r"""Linear losses ``f(x; z) = <z, x>`` with an exact population ``F(x) = <mu, x>`` and a known minimizer.
 
-    signal: float
-    radius: float
+    The shared oracle of the linear lower-bound families (this module and :mod:`dpsco_lib.problems.hard_sco`): the
+    gradient ``z`` does not depend on ``x`` (``L1 = L2 = 0``), the records have dual norm at most 1 (``L0 = 1``),
+    and a subclass states ``mu`` and the minimizer ``x*`` over its feasible set with :meth:`_set_linear`.
+    """
 
-    def _plant(self, d: int, spec: str) -> None:
+    mu: np.ndarray
+
+    def _set_linear(self, mu: np.ndarray, x_star: np.ndarray) -> None:
         self.L0, self.L1, self.L2 = 1.0, 0.0, 0.0
         self.exact_population = True
-        self.spec = spec
-        self.mu = np.zeros(d)
-        self.mu[0] = -self.signal
-        x_star = np.zeros(d)
-        x_star[0] = self.radius
-        self._cache = {"opt": (x_star, -self.signal * self.radius)}
+        self.mu = mu
+        self._cache = {"opt": (x_star, float(mu @ x_star))}
 
     def _loss(self, x: np.ndarray, data: Dataset) -> np.ndarray:
         return data.X @ x
@@ -118,6 +118,21 @@ class _PlantedLinear(Problem):
 
     def _cvxpy_population(self, var: Any) -> Any:
         return self.mu @ var
+
+
+class _PlantedLinear(LinearPopulation):
+    """The planted-vertex members: ``E z = -signal e_1``, ``x* = radius e_1``."""
+
+    signal: float
+    radius: float
+
+    def _plant(self, d: int, spec: str) -> None:
+        self.spec = spec
+        mu = np.zeros(d)
+        mu[0] = -self.signal
+        x_star = np.zeros(d)
+        x_star[0] = self.radius
+        self._set_linear(mu, x_star)
 
 
 class HardLinear(_PlantedLinear):

@@ -55,8 +55,8 @@ import numpy as np
 from dpsco_lib._validation import check_array, check_in_range, check_int, check_positive
 from dpsco_lib.geometry.norms import dual_exponent, lp_norm
 from dpsco_lib.geometry.sets import LpBall
-from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.problems.hard_linear import LinearPopulation
 from dpsco_lib.problems.stream import BlockSampler, IntegerDraw
 
 __all__ = ["PlantedCubeLinear", "PlantedLpLinear", "planted_cube_linear", "planted_lp_linear"]
@@ -120,36 +120,14 @@ class _CoordinateSignSampler(BlockSampler):
         X[np.arange(J.size), J] = np.where(coin < self.threshold, -s, s)
 
 
-class _LinearOracle(Problem):
-    """``f(x; z) = <z, x>`` with the exact population ``F(x) = <mu, x>`` and a planted optimum."""
+class _LinearOracle(LinearPopulation):
+    """:class:`~dpsco_lib.problems.hard_linear.LinearPopulation` with this module's samplers and the dual-norm bound
+    ``||z||_q <= 1`` of the records."""
 
-    mu: np.ndarray
     sampler: BlockSampler
     needs_labels = False
     exact_population = True
     spec = "S1"
-
-    def _set_optimum(self, x_star: np.ndarray) -> None:
-        self.L0, self.L1, self.L2 = 1.0, 0.0, 0.0
-        self._cache = {"opt": (x_star, float(self.mu @ x_star))}
-
-    def _loss(self, x: np.ndarray, data: Dataset) -> np.ndarray:
-        return data.X @ x
-
-    def _grad(self, x: np.ndarray, data: Dataset) -> np.ndarray:
-        return np.array(data.X, dtype=np.float64, copy=True)
-
-    def _mean_grad(self, x: np.ndarray, data: Dataset) -> np.ndarray:
-        return data.X.mean(axis=0)
-
-    def _population_risk(self, x: np.ndarray) -> float:
-        return float(self.mu @ x)
-
-    def _population_grad(self, x: np.ndarray) -> np.ndarray:
-        return self.mu.copy()
-
-    def _cvxpy_population(self, var: Any) -> Any:
-        return self.mu @ var
 
     def _sample(self, n: int, rng: np.random.Generator) -> Dataset:
         X, _ = self.sampler(n, rng)
@@ -209,11 +187,11 @@ class PlantedLpLinear(_LinearOracle):
         self.feasible_set = LpBall(d, self.p, self.radius)
         self.sampler = _WeightedSignSampler(d, k, *self.weights)
         self.signal = self.gamma * self.weights[0]
-        self.mu = np.zeros(d)
-        self.mu[0] = -self.signal
+        mu = np.zeros(d)
+        mu[0] = -self.signal
         x_star = np.zeros(d)
         x_star[0] = self.radius
-        self._set_optimum(x_star)
+        self._set_linear(mu, x_star)
 
     def __repr__(self) -> str:
         return f"PlantedLpLinear(d={self.d}, gamma={self.gamma:.6g}, p={self.p:g}, radius={self.radius:g})"
@@ -248,8 +226,7 @@ class PlantedCubeLinear(_LinearOracle):
         self.feasible_set = LpBall(d, math.inf, self.radius)
         self.sampler = _CoordinateSignSampler(self.signs, k)
         self.signal = self.gamma
-        self.mu = -(self.gamma / d) * self.signs
-        self._set_optimum(self.radius * self.signs)
+        self._set_linear(-(self.gamma / d) * self.signs, self.radius * self.signs)
 
     def __repr__(self) -> str:
         return f"PlantedCubeLinear(d={self.d}, gamma={self.gamma:.6g}, radius={self.radius:g})"
