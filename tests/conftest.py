@@ -15,6 +15,25 @@ os.environ["DPSCO_NO_CACHE"] = "1"
 os.environ["DPSCO_ROOT"] = str(ROOT)
 
 
+# The smoke notebooks are most of `make test`'s time. Run them first, longest first: the Makefile's
+# `--dist worksteal` then lets the other worker take the short tests from the end of the queue, instead of a
+# long notebook starting last while the other worker idles (measured on 2 cores: 748 s -> 413 s).
+SLOWEST_NOTEBOOKS_FIRST = ("16_", "03_", "19_", "06_", "17_", "13_", "05_", "14_", "18_", "12_", "09_", "10_")
+
+
+def _schedule_rank(item: pytest.Item) -> tuple[int, int]:
+    if getattr(item, "originalname", "") != "test_notebook_smoke":
+        return (1, 0)
+    stem = item.callspec.params["notebook"].stem
+    ranks = [i for i, prefix in enumerate(SLOWEST_NOTEBOOKS_FIRST) if stem.startswith(prefix)]
+    return (0, ranks[0] if ranks else len(SLOWEST_NOTEBOOKS_FIRST))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Smoke notebooks first, the slowest first (a stable sort: every other test keeps its order)."""
+    items.sort(key=_schedule_rank)
+
+
 @pytest.fixture
 def root() -> Path:
     return ROOT
