@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 
 import pytest
@@ -124,8 +125,10 @@ def test_pruned_table_of_contents():
         {"caption": "A", "chapters": [{"file": "book/a"}, {"file": "notebooks/02_y"}]}]}
 
 
-def test_wrong_scheduler_is_refused_before_any_kernel(tiny_book, capsys):
+def test_wrong_scheduler_is_refused_before_any_kernel(tiny_book, capsys, monkeypatch):
     pytest.importorskip("distributed")
+    # a closed port is refused at once but dask retries until its timeout: 2 s here instead of the default 10 s
+    monkeypatch.setattr(cli, "check_scheduler", functools.partial(cli.check_scheduler, timeout=2.0))
     assert cli.main(["reproduce", "90", "--profile", "smoke", "--scheduler", "tcp://127.0.0.1:9"]) == 2
     err = capsys.readouterr().err
     assert "cannot reach a dask scheduler at 'tcp://127.0.0.1:9'" in err and err.count("\n") == 1
