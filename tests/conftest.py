@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 
@@ -40,8 +41,9 @@ def root() -> Path:
 
 
 @pytest.fixture(scope="session")
-def built_html(tmp_path_factory) -> Path:
-    """The HTML book built once per session (tests marked ``book``: test_book, test_links, test_browser).
+def built_html(tmp_path_factory, worker_id) -> Path:
+    """The HTML book built once per run, shared by the xdist workers (tests marked ``book``: test_book, test_links,
+    test_browser).
 
     ``DPSCO_BUILT_HTML=_build/html`` checks an existing build instead, e.g. the paper-profile book of
     ``make book``: ``DPSCO_BUILT_HTML=_build/html .venv/bin/python -m pytest -m book tests``.
@@ -54,4 +56,14 @@ def built_html(tmp_path_factory) -> Path:
         assert (html / "index.html").is_file(), f"DPSCO_BUILT_HTML={given}: no index.html there"
         return html
 
-    return build_smoke_book(ROOT, tmp_path_factory.mktemp("book"))
+    if worker_id == "master":
+        return build_smoke_book(ROOT, tmp_path_factory.mktemp("book"))
+    # Under xdist the first worker builds into the run's shared temporary root while holding a lock; the others
+    # wait for it and read the same build (two builds would also stage into the same smoke tree at once).
+    shared = tmp_path_factory.getbasetemp().parent / "smoke-book"
+    with open(shared.with_name("smoke-book.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        html = shared / "_build" / "html"
+        if not (html / "index.html").is_file():
+            build_smoke_book(ROOT, shared)
+    return html
