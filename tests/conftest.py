@@ -41,7 +41,7 @@ def root() -> Path:
 
 
 @pytest.fixture(scope="session")
-def built_html(tmp_path_factory, worker_id) -> Path:
+def built_html(tmp_path_factory) -> Path:
     """The HTML book built once per run, shared by the xdist workers (tests marked ``book``: test_book, test_links,
     test_browser).
 
@@ -56,7 +56,7 @@ def built_html(tmp_path_factory, worker_id) -> Path:
         assert (html / "index.html").is_file(), f"DPSCO_BUILT_HTML={given}: no index.html there"
         return html
 
-    if worker_id == "master":
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # one process: build into its own temporary directory
         return build_smoke_book(ROOT, tmp_path_factory.mktemp("book"))
     # Under xdist the first worker builds into the run's shared temporary root while holding a lock; the others
     # wait for it and read the same build (two builds would also stage into the same smoke tree at once).
