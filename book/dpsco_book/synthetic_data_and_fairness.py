@@ -8,7 +8,7 @@ over margins, exact worst-group excess, two-sided exponent in n, a canary audit 
 pair with deliberately broken variants) and (b) on group-robust logistic regression (breast cancer) by
 Algorithm 1 on the vertex lift of the l1 ball, against group-blind private ERM and the exact optima.
 
-Every private run uses delta = n^-1.1 (:func:`~dpsco_lib.experiments.tables.delta_for_n`).  The X1 audit replays
+Every private run uses delta = n^-1.1 (:func:`~dpsco_book.privacy_rule.delta_for_n`).  The X1 audit replays
 a run on a neighbouring dataset and computes its privacy-loss variable exactly (the output is a post-processing of
 the vertex draws, whose probabilities the replay recomputes); a Clopper-Pearson bound on P(L > eps + margin)
 turns the runs into an exact lower confidence bound on the tight delta(eps) of the pair.  The X2 audit counts an
@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
+from dpsco_book.privacy_rule import DELTA_POWER, delta_for_n
 from dpsco_lib._validation import check_epsilon, check_int, check_positive, check_rng
 from dpsco_lib.algorithms.applications import (
     QueryReleaseParams,
@@ -46,7 +47,6 @@ from dpsco_lib.algorithms.private_smd_saddle import (
     run_private_smd_saddle_many,
 )
 from dpsco_lib.experiments.analysis import SlopeFit, fit_loglog_slope, worst_case_curve
-from dpsco_lib.experiments.tables import delta_for_n
 from dpsco_lib.privacy.audit import canary_audit, clopper_pearson, monte_carlo_delta
 from dpsco_lib.problems.applications import (
     LinearQueryGame,
@@ -132,7 +132,7 @@ def x1_rate(n: Any, epsilon: Any) -> np.ndarray:
     n, eps = np.asarray(n, dtype=float), np.asarray(epsilon, dtype=float)
     g = x1_base_game()
     lnm = math.log(g.N * g.n_queries)
-    return np.sqrt(lnm**1.5 * np.sqrt(1.1 * np.log(n)) / (n * eps))
+    return np.sqrt(lnm**1.5 * np.sqrt(DELTA_POWER * np.log(n)) / (n * eps))
 
 
 def rate_exponent(x: Any, rate: Any) -> float:

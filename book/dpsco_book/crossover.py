@@ -84,6 +84,7 @@ from typing import Any
 
 import numpy as np
 
+from dpsco_book.privacy_rule import EPSILON, delta_for_n, replace_one_certificate, replace_one_target
 from dpsco_lib._validation import check_in_range, check_int, check_rng
 
 __all__ = [
@@ -109,10 +110,8 @@ __all__ = [
     "required_n",
 ]
 
-#: The target epsilon of every method (replace-one neighbours).
-CROSSOVER_EPSILON = 1.0
-#: delta = n ** -DELTA_EXPONENT at every n.
-DELTA_EXPONENT = 1.1
+#: The target epsilon of every method (replace-one neighbours): the book's comparison epsilon.
+CROSSOVER_EPSILON = EPSILON
 #: The six methods, by registry key.
 CROSSOVER_ALGORITHMS: tuple[str, ...] = (
     "F1 Poly-SFW", "F2 tree FW", "F3 GG-VR-SFW tree", "A5 anytime SMD", "S2 noisy SGD", "D4 DP-SGD",
@@ -139,10 +138,8 @@ PREDICTED_GROWTH: dict[str, tuple[str, float, str]] = {
 
 def crossover_delta(n: int) -> float:
     """The delta of a run on ``n`` records: the book's rule ``n^-1.1``
-    (:func:`~dpsco_lib.experiments.tables.delta_for_n`), so ``delta < 1/n`` at every ``n``."""
-    from dpsco_lib.experiments.tables import delta_for_n
-
-    return delta_for_n(check_int(n, "n", lo=2), DELTA_EXPONENT)
+    (:func:`~dpsco_book.privacy_rule.delta_for_n`), so ``delta < 1/n`` at every ``n``."""
+    return delta_for_n(check_int(n, "n", lo=2))
 
 
 def lp_exponent(d: int) -> float:
@@ -227,8 +224,7 @@ def dp_sgd_crossover_hyper(n: int, d: int) -> dict[str, Any]:
     L0_2, D_2 = l2_constants(crossover_problem(d))
     prm = noisy_sgd_theory_params(n, d=d, epsilon=CROSSOVER_EPSILON, delta=delta, L0_2=L0_2, D_2=D_2,
                                   accountant="best")
-    eps_ar = CROSSOVER_EPSILON / 2.0
-    delta_ar = delta / (1.0 + math.exp(eps_ar))
+    eps_ar, delta_ar = replace_one_target(CROSSOVER_EPSILON, delta)
     q = prm.batch_size / n
     sigma = dp_sgd_noise_multiplier(eps_ar, delta=delta_ar, sampling_rate=q, steps=prm.T, accountant="best")
     G = math.sqrt(L0_2**2 + d * (sigma * L0_2 / (q * n)) ** 2)
@@ -263,11 +259,10 @@ def _run(algorithm: str, d: int, n: int, rng: np.random.Generator, block_size: i
 
 def _replace_one_epsilon(res: Any, delta: float) -> float:
     """The run's certificate at ``delta`` under replace-one (explicit group-of-two conversion if add/remove)."""
-    from dpsco_lib.privacy.accounting.events import ADD_REMOVE, to_replace_one
-    from dpsco_lib.privacy.accounting.ledger import certify_events
+    from dpsco_lib.privacy.accounting.events import ADD_REMOVE
 
     if res.relation == ADD_REMOVE:
-        return float(certify_events((to_replace_one(*res.ledger.events),), delta, "best"))
+        return replace_one_certificate(res, delta, "best")
     return float(res.certified_epsilon(delta, "best"))
 
 

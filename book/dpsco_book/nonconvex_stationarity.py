@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from dpsco_book.privacy_rule import delta_for_n
 from dpsco_lib._validation import check_int
 from dpsco_lib.algorithms.nonconvex import (
     fw_iterates,
     run_private_proximal_weakly_convex,
     run_private_vr_fw_nonconvex,
 )
-from dpsco_lib.experiments.tables import delta_for_n
 from dpsco_lib.geometry.sets import L1Ball
 from dpsco_lib.privacy.audit import AuditResult, canary_audit
 from dpsco_lib.problems.dataset import Dataset

@@ -1,6 +1,6 @@
 r"""Experiments of notebooks 14-16: private mean estimation (Spec D1), DP-SGD (Spec D4), the regularized
 exponential mechanism (Spec R1, R2) and sparse-gradient methods (Spec Z1-Z3), measured at ``delta = n^-1.1``
-(:func:`~dpsco_lib.experiments.tables.delta_for_n`).
+(:func:`~dpsco_book.privacy_rule.delta_for_n`).
 
 Everything returned here is measured on an instance with an exact optimum: the l2 error of a mean estimate
 against the true mean, or the exact excess risk of a released point. Rates are upper bounds over a class, so the
@@ -10,8 +10,9 @@ Relations. DP-SGD is certified under **add/remove** neighbours (Poisson subsampl
 under **replace-one**. Wherever DP-SGD is compared with a replace-one algorithm "at the same epsilon", it is
 calibrated for the replace-one target through the explicit group-of-two conversion
 (:func:`~dpsco_lib.privacy.accounting.events.to_replace_one`): an add/remove ``(e, d')`` guarantee is a replace-one
-``(2e, (1 + e^e) d')`` guarantee, so :func:`replace_one_target` asks DP-SGD for ``(eps/2, delta/(1 + e^{eps/2}))``
-and :func:`replace_one_certificate` re-certifies the run's ledger through the conversion.
+``(2e, (1 + e^e) d')`` guarantee, so :func:`~dpsco_book.privacy_rule.replace_one_target` asks DP-SGD for
+``(eps/2, delta/(1 + e^{eps/2}))`` and :func:`~dpsco_book.privacy_rule.replace_one_certificate` re-certifies the
+run's ledger through the conversion.
 
 References: Kamath (2019), lecture notes "Additional topics in private machine learning" (D1, D4); Abadi et al.
 (2016) (moments accountant); Gopi, Lee and Liu (2022) (R1, R2); Ghazi et al. (2024), "DP optimization with
@@ -26,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from dpsco_lib._validation import check_delta, check_epsilon, check_int
+from dpsco_book.privacy_rule import delta_for_n, replace_one_certificate, replace_one_target
+from dpsco_book.tables import calibration_rows
+from dpsco_lib._validation import check_int
 from dpsco_lib.algorithms.dp_sgd import dp_sgd_noise_multiplier, run_dp_sgd
 from dpsco_lib.algorithms.mean_estimation import gaussian_mean_estimate, laplace_mean_estimate, mean_error_theory
 from dpsco_lib.experiments.analysis import fit_loglog_slope
-from dpsco_lib.experiments.tables import calibration_rows, delta_for_n
-from dpsco_lib.privacy.accounting import certify_events, to_replace_one
 from dpsco_lib.problems.hard_linear import hard_linear
 
 __all__ = [
@@ -46,9 +47,7 @@ __all__ = [
     "local_slope",
     "median_ratio_at",
     "plot_worst_rate",
-    "replace_one_certificate",
     "replace_one_rows",
-    "replace_one_target",
     "worst_fit",
     "worst_values",
 ]
@@ -57,28 +56,11 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------------------
 # Relations
 # ---------------------------------------------------------------------------------------------------------
-def replace_one_target(epsilon: float, delta: float) -> tuple[float, float]:
-    r"""The add/remove target whose group-of-two conversion is a replace-one ``(epsilon, delta)`` guarantee.
-
-    Add/remove :math:`(e, \delta')` implies replace-one :math:`(2e, (1 + e^{e})\delta')` (a replacement is a removal
-    followed by an addition), so :math:`e = \varepsilon/2`, :math:`\delta' = \delta/(1 + e^{\varepsilon/2})`.
-    """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta, allow_zero=False)
-    return eps / 2.0, dlt / (1.0 + math.exp(eps / 2.0))
-
-
-def replace_one_certificate(result: Any, delta: float, accountant: str = "best") -> float:
-    """Replace-one epsilon at ``delta`` of an add/remove run, through the explicit conversion (``to_replace_one``)."""
-    if getattr(result, "relation", None) != "add_remove":
-        raise ValueError(f"result must be certified under 'add_remove', got {getattr(result, 'relation', None)!r}")
-    return float(certify_events((to_replace_one(*result.ledger.events),), check_delta(delta), accountant))
-
-
 def replace_one_rows(results: Mapping[str, Any], epsilon: float, delta: float) -> list[dict[str, Any]]:
-    """:func:`calibration_rows` of add/remove runs calibrated by :func:`replace_one_target` ``(epsilon, delta)``
-    (their native certificate at the add/remove delta) plus the replace-one certificate at ``delta`` through the
-    explicit conversion (column ``"replace-one eps"``)."""
+    """:func:`calibration_rows` of add/remove runs calibrated by
+    :func:`~dpsco_book.privacy_rule.replace_one_target` ``(epsilon, delta)`` (their native certificate at the
+    add/remove delta) plus the replace-one certificate at ``delta`` through the explicit conversion (column
+    ``"replace-one eps"``)."""
     _, d_ar = replace_one_target(epsilon, delta)
     rows = calibration_rows(results, d_ar)
     for row, res in zip(rows, results.values(), strict=True):
@@ -136,8 +118,9 @@ def d4_excess_task(*, rng: np.random.Generator, n: int, d: int, gamma: float, ep
                    epsilon: float = 1.0, accountant: str = "best") -> dict[str, float]:
     r"""DP-SGD (Poisson rate :math:`q = 1/\text{batches}`, ``epochs * batches`` steps, clip 1) on the Euclidean
     hard linear instance :func:`~dpsco_lib.problems.hard_linear.hard_linear` ``(d, gamma, p=2)`` calibrated by
-    ``accountant`` for the **replace-one** target :math:`(\varepsilon, n^{-1.1})` via :func:`replace_one_target`.
-    Returns the exact excess population risk and the trivial one (the centre)."""
+    ``accountant`` for the **replace-one** target :math:`(\varepsilon, n^{-1.1})` via
+    :func:`~dpsco_book.privacy_rule.replace_one_target`. Returns the exact excess population risk and the trivial
+    one (the centre)."""
     n, d = check_int(n, "n", lo=2), check_int(d, "d", lo=2)
     prob = hard_linear(d, gamma, radius=1.0, p=2.0)
     data = prob.sample(n, rng)

@@ -19,7 +19,7 @@ Bounds with constants (the family has ``L0 = 1``, ``L1 = 0``, ``D = 2``, ``|V| =
   ``(L0 D + L1 D^2) (ln|V| ln^2 n ln(1/delta) / (eps n))^{2/3}``;
 * S2 (BFTT19): statistical ``L0_2 D_2 / sqrt n``, privacy ``L0_2 D_2 sqrt(d ln(1/delta)) / (eps n)``.
 
-``delta = n^-1.1`` at every ``n`` (:func:`dpsco_lib.experiments.delta_for_n`).
+``delta = n^-1.1`` at every ``n`` (:func:`dpsco_book.privacy_rule.delta_for_n`).
 
 S2 is checked on the lower-bound construction of the l2 setup instead (:func:`fingerprint_sgd_task`):
 :class:`~dpsco_lib.problems.hard_lp.FingerprintLinearLp` at ``p = 2``, linear losses ``-<x, z>`` over the unit l2
@@ -37,12 +37,12 @@ from typing import Any
 
 import numpy as np
 
+from dpsco_book.lp_frank_wolfe_lower_bound import EXCESS_FLOOR, alpha_family
+from dpsco_book.privacy_rule import DELTA_POWER, delta_for_n
 from dpsco_lib._validation import check_epsilon, check_int, check_positive, check_rng
 from dpsco_lib.algorithms.noisy_sgd import run_noisy_sgd
 from dpsco_lib.algorithms.poly_sfw import poly_sfw_theory_params, run_poly_sfw
 from dpsco_lib.algorithms.vr_frank_wolfe import run_private_vr_frank_wolfe
-from dpsco_lib.experiments.lp_checks import EXCESS_FLOOR, alpha_family
-from dpsco_lib.experiments.tables import delta_for_n
 from dpsco_lib.problems.hard_linear import hard_linear
 from dpsco_lib.problems.hard_lp import FingerprintLinearLp, fingerprint_prior
 from dpsco_lib.problems.least_squares import hard_least_squares
@@ -105,7 +105,7 @@ def bound_terms(alg: str, n: float, d: int, eps: float, *, L0: float = 1.0, L1: 
         raise ValueError(f"n must be >= 2, got {n}")
     d = check_int(d, "d", lo=1)
     eps = check_epsilon(eps)
-    log_delta = 1.1 * math.log(n)
+    log_delta = DELTA_POWER * math.log(n)
     log_v = math.log(2 * d)
     log_scale = check_positive(log_scale, "log_scale")
     if alg == "poly_sfw":
@@ -377,7 +377,7 @@ def fingerprint_sgd_task(*, rng: np.random.Generator, n: int, d: int, alpha: flo
     Returns
     -------
     dict
-        ``excess`` (``b = n``, exact, floored at :data:`~dpsco_lib.experiments.lp_checks.EXCESS_FLOOR`),
+        ``excess`` (``b = n``, exact, floored at :data:`~dpsco_book.lp_frank_wolfe_lower_bound.EXCESS_FLOOR`),
         ``trivial`` (excess of ``x = 0``), ``ratio``, ``excess_bftt19_batch``, ``excess_nonprivate``, ``steps``
         (``T``), ``batch_bftt19``, ``delta`` and ``eps_certified`` (the larger certificate of the two private runs).
     """

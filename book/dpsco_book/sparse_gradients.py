@@ -9,7 +9,7 @@ r"""Experiments of notebook 16 (sparse gradients, Z1-Z3) at :math:`\varepsilon =
   :math:`\mathbb R^d` (so the exact empirical optimum over the :math:`\ell_1` ball is a ``k0``-dimensional
   problem, solved here to high accuracy), output perturbation with and without projection, and DP-SGD calibrated
   for the replace-one target through the explicit add/remove conversion
-  (:func:`~dpsco_lib.experiments.lecture_checks.replace_one_target`).
+  (:func:`~dpsco_book.privacy_rule.replace_one_target`).
 * Z3: the bias of the bias-reduced gradient against the single-record Z1 estimator on a linear loss (Monte Carlo,
   compared by the one-sided statistic of :func:`bias_gap_z`), and full bias-reduced DP-SGD runs under the privacy
   filter (:func:`z3_run`).
@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from dpsco_book.mean_estimation_and_dpsgd import local_slope
+from dpsco_book.privacy_rule import delta_for_n, replace_one_certificate, replace_one_target
 from dpsco_lib._validation import check_int
 from dpsco_lib.algorithms.dp_sgd import run_dp_sgd  # re-exported for the notebook
 from dpsco_lib.algorithms.sparse import (
@@ -37,8 +39,6 @@ from dpsco_lib.algorithms.sparse import (
     sample_sparse_vectors,
     sparse_mean_estimate,
 )
-from dpsco_lib.experiments.lecture_checks import local_slope, replace_one_certificate, replace_one_target
-from dpsco_lib.experiments.tables import delta_for_n
 from dpsco_lib.geometry.sets import L1Ball, project_l1_ball
 from dpsco_lib.privacy.accounting.budget import gaussian_noise_multiplier
 from dpsco_lib.problems import Dataset, LogisticRegression, SparseHardLinear

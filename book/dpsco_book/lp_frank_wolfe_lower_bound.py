@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from dpsco_book.privacy_rule import delta_for_n
 from dpsco_lib._validation import check_epsilon, check_in_range, check_int, check_positive, check_rng
 from dpsco_lib.algorithms.gg_vr_sfw import gg_vr_sfw_theory_params, run_gg_vr_sfw
 from dpsco_lib.algorithms.vr_frank_wolfe import run_private_vr_frank_wolfe
 from dpsco_lib.experiments.analysis import SlopeFit, Verdict, fit_loglog_slope, worst_case_curve
-from dpsco_lib.experiments.tables import delta_for_n
 from dpsco_lib.problems.hard_linear import hard_linear
 from dpsco_lib.problems.hard_lp import FingerprintLinearLp, fingerprint_lower_bound, fingerprint_prior
 
@@ -242,7 +242,7 @@ def check_lower_bound(verdict: Verdict, records: Sequence[Mapping[str, Any]], *,
 def calibration_pair(variant: str, *, n: int, d: int, p: float, epsilon: float, rng: np.random.Generator,
                      **hyper: Any) -> dict[str, Any]:
     """Two runs of F3 on one instance (``alpha = 1/4``), calibrated by the paper's closed form and by the
-    tightest accountant, for :func:`~dpsco_lib.experiments.tables.calibration_rows` (same data, same seed)."""
+    tightest accountant, for :func:`~dpsco_book.tables.calibration_rows` (same data, same seed)."""
     rng = check_rng(rng)
     check_in_range(p, "p", 1.0, 2.0, lo_inclusive=False)
     prob = FingerprintLinearLp(p, fingerprint_prior(d, rng), 0.25)

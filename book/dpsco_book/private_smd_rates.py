@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
+from dpsco_book.privacy_rule import delta_for_n
 from dpsco_lib._validation import check_int, check_positive
 from dpsco_lib.algorithms.anytime_smd import run_anytime_smd_sco, run_anytime_smd_sco_many
 from dpsco_lib.algorithms.private_smd_saddle import (
@@ -31,7 +32,6 @@ from dpsco_lib.algorithms.private_smd_saddle import (
     run_private_smd_saddle_many,
 )
 from dpsco_lib.experiments.analysis import SlopeFit, Verdict, fit_loglog_slope, worst_case_curve
-from dpsco_lib.experiments.tables import delta_for_n
 from dpsco_lib.privacy.audit import canary_audit, epsilon_lower_bound_from_counts
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.games import BilinearGame
@@ -377,7 +377,7 @@ def calibration_runs(algorithm: str, regime: str, n: int, *, epsilon: float, d: 
     """One run of Algorithm 1 (``algorithm="A1"``) or 5 (``"A5"``) on the hardest planted member per accountant:
     ``"paper"`` (Cor 3.6 of [GGP24]: eps0 = eps/(2 sqrt(2 k ln(1/delta))), advanced composition),
     ``"advanced"`` (DRV10, solved exactly) and ``"best"`` (the tightest valid accountant, the default).
-    Returns ``{label: Result}`` for :func:`~dpsco_lib.experiments.calibration_rows`."""
+    Returns ``{label: Result}`` for :func:`~dpsco_book.tables.calibration_rows`."""
     delta = delta_for_n(n)
     out = {}
     for label, acc in (("paper rule (Cor 3.6)", "paper"), ("advanced composition", "advanced"),

@@ -9,11 +9,11 @@ with :func:`~dpsco_lib.experiments.run_sweep`, then :func:`atlas_table` fits the
 :func:`atlas_verdict` checks them two-sided (:meth:`~dpsco_lib.experiments.Verdict.check_exponent`).
 
 Privacy. Every private entry runs at ``epsilon <= 2`` with ``delta = n^-1.1``
-(:func:`~dpsco_lib.experiments.delta_for_n`) under the tightest accountant (``"best"``). All algorithms are
+(:func:`~dpsco_book.privacy_rule.delta_for_n`) under the tightest accountant (``"best"``). All algorithms are
 private under **replace-one** adjacency except DP-SGD, whose Poisson-subsampled analysis is **add/remove**: its
 entry is calibrated for the replace-one target through the explicit group-of-two conversion
-(:func:`~dpsco_lib.experiments.lecture_checks.replace_one_target`) and certified through it
-(:func:`~dpsco_lib.experiments.lecture_checks.replace_one_certificate`); its native add/remove certificate is
+(:func:`~dpsco_book.privacy_rule.replace_one_target`) and certified through it
+(:func:`~dpsco_book.privacy_rule.replace_one_certificate`); its native add/remove certificate is
 reported as well. The relation is part of every certificate the atlas prints.
 
 Problems (all with exact population objectives, so every error below is exact):
@@ -22,9 +22,9 @@ Problems (all with exact population objectives, so every error below is exact):
   ``c = 2`` (``L0 = 3``, ``L1 = 1``), minimizer the vertex ``e_1`` (notebooks 03 and 12);
 * ``hard linear``: the hard linear family :func:`~dpsco_lib.problems.hard_linear.hard_linear` on the l1 ball, the
   member ``gamma = mult x B(n, d)`` scaled with the theorem's own bound ``B`` (notebook 05,
-  :mod:`~dpsco_lib.experiments.frank_wolfe_checks`): the worst case over the members is fitted;
+  :mod:`~dpsco_book.frank_wolfe_rates`): the worst case over the members is fitted;
 * ``fingerprint lp``: the lower-bound construction of result F3 on the ``l_1.5`` ball, members ``alpha``
-  (notebook 06, :mod:`~dpsco_lib.experiments.lp_checks`), worst case fitted;
+  (notebook 06, :mod:`~dpsco_book.lp_frank_wolfe_lower_bound`), worst case fitted;
 * ``matrix game``: :func:`~dpsco_lib.problems.games.random_bilinear_game` on simplices with rank-one Rademacher
   noise (notebook 09); closed-form population gap.
 
@@ -34,10 +34,10 @@ or carries logarithmic factors, has a local slope between them over a finite gri
 - S1 ``run_smd``: ``L0 sqrt(2 ln d / n)``: -1/2.
 - S2 ``run_noisy_sgd``, D4 ``run_dp_sgd``: ``L D2 (1/sqrt n + sqrt(d ln 1/delta)/(eps n))``: [-1, -1/2].
 - F1 ``run_poly_sfw``: worst case over the family, the local slope of the privacy term
-  (:func:`~dpsco_lib.experiments.frank_wolfe_checks.poly_sfw_exponent_range`).
+  (:func:`~dpsco_book.frank_wolfe_rates.poly_sfw_exponent_range`).
 - F2 ``run_private_vr_frank_wolfe``: worst case over the family, [-2/3, -1/2].
 - F3 ``run_gg_vr_sfw`` (tree): worst case over the family, the private term ``n^-1`` times the ``delta_n``
-  factor of the calibration (:func:`~dpsco_lib.experiments.lp_checks.private_rate_range`).
+  factor of the calibration (:func:`~dpsco_book.lp_frank_wolfe_lower_bound.private_rate_range`).
 - A1 ``run_private_smd_saddle`` (``L2 = 0``): ``sqrt(log d/n) + rho^{1/2}``: from -1/2 to the local slope of
   ``rho^{1/2}`` (``rho = log^{3/2} d sqrt(log 1/delta_n)/(n eps)``).
 - A3 ``run_bias_reduced_smd_saddle``: Thm 3.14's bound with this library's constants
@@ -64,14 +64,13 @@ from typing import Any
 
 import numpy as np
 
+from dpsco_book.privacy_rule import DELTA_RULE, delta_for_n, replace_one_certificate, replace_one_target
 from dpsco_lib._validation import check_int, check_positive, check_rng
 from dpsco_lib.experiments.analysis import Verdict, fit_loglog_slope
-from dpsco_lib.experiments.tables import delta_for_n
 
 __all__ = [
     "ATLAS",
     "AtlasEntry",
-    "DELTA_RULE",
     "PROBLEMS",
     "atlas_grid",
     "atlas_table",
@@ -88,8 +87,6 @@ __all__ = [
     "run_on_shared_problem",
 ]
 
-#: delta of every private run at sample size n.
-DELTA_RULE = "n^-1.1"
 #: Seed of the fixed game instances (the task's rng only draws the data and drives the algorithm).
 INSTANCE_SEED = 20261122
 #: Adjacency relations.
@@ -255,8 +252,6 @@ def dp_sgd_hyper(n: int, d: int, epsilon: float) -> dict[str, Any]:
     """DP-SGD (D4) with the BFTT19 steps, batch size and step size of S2, Poisson rate ``q = b/n``, calibrated
     (smallest noise multiplier, accountant ``"best"``) for the add/remove target whose group-of-two conversion is
     the replace-one target ``(epsilon, n^-1.1)``."""
-    from dpsco_lib.experiments.lecture_checks import replace_one_target
-
     eps_ar, delta_ar = replace_one_target(epsilon, delta_for_n(n))
     prm = _sgd_params(n, d, epsilon, delta_for_n(n))
     return {"epsilon": eps_ar, "delta": delta_ar, "sampling_rate": prm["batch_size"] / n, "steps": prm["T"],
@@ -275,7 +270,6 @@ def run_on_shared_problem(n: int, d: int, rng: np.random.Generator, member: floa
     group-of-two conversion (``eps_add_remove`` reports its native certificate at its own ``delta``).
     """
     from dpsco_lib.algorithms.registry import get_algorithm
-    from dpsco_lib.experiments.lecture_checks import replace_one_certificate
 
     rec = get_algorithm(algorithm)
     prob = PROBLEMS[problem](d)
@@ -299,8 +293,8 @@ def run_on_shared_problem(n: int, d: int, rng: np.random.Generator, member: floa
 def run_hard_linear(n: int, d: int, rng: np.random.Generator, member: float = 1.0, *, alg: str,
                     epsilon: float) -> dict[str, float]:
     """One run of ``alg`` (``"poly_sfw"`` or ``"tree_fw"``) on the hard linear family member ``gamma = member x
-    B(n, d)`` (:func:`~dpsco_lib.experiments.frank_wolfe_checks.hard_linear_task`, ``delta = n^-1.1``)."""
-    from dpsco_lib.experiments.frank_wolfe_checks import hard_linear_task
+    B(n, d)`` (:func:`~dpsco_book.frank_wolfe_rates.hard_linear_task`, ``delta = n^-1.1``)."""
+    from dpsco_book.frank_wolfe_rates import hard_linear_task
 
     out = hard_linear_task(rng=rng, alg=alg, n=n, d=d, eps=epsilon, mult=member)
     return {"value": out["excess"], "trivial": out["trivial"], "eps_certified": out["eps_certified"]}
@@ -321,8 +315,8 @@ def run_smd_family(n: int, d: int, rng: np.random.Generator, member: float = 1.0
 def run_fingerprint_lp(n: int, d: int, rng: np.random.Generator, member: float = 1.0, *,
                        epsilon: float) -> dict[str, float]:
     """One run of GG-VR-SFW (tree) on the F3 lower-bound construction with ``alpha = member`` on the
-    ``l_1.5`` ball (:func:`~dpsco_lib.experiments.lp_checks.f3_family_run`, ``delta = n^-1.1``)."""
-    from dpsco_lib.experiments.lp_checks import f3_family_run
+    ``l_1.5`` ball (:func:`~dpsco_book.lp_frank_wolfe_lower_bound.f3_family_run`, ``delta = n^-1.1``)."""
+    from dpsco_book.lp_frank_wolfe_lower_bound import f3_family_run
 
     out = f3_family_run(rng=rng, variant="tree", n=n, d=d, p=1.5, alpha=member, epsilon=epsilon)
     return {"value": out["excess"], "trivial": out["trivial"], "eps_certified": out["certified_eps"]}
@@ -331,9 +325,9 @@ def run_fingerprint_lp(n: int, d: int, rng: np.random.Generator, member: float =
 def run_a5_planted(n: int, d: int, rng: np.random.Generator, member: float = 1.0, *,
                    epsilon: float) -> dict[str, float]:
     """One run of Algorithm 5 (second-order regime) on the planted linear family member with margin ``member``
-    (:func:`~dpsco_lib.experiments.smd_checks.a5_declared`, notebook 12), ``delta = n^-1.1``."""
+    (:func:`~dpsco_book.private_smd_rates.a5_declared`, notebook 12), ``delta = n^-1.1``."""
+    from dpsco_book.private_smd_rates import a5_declared
     from dpsco_lib.algorithms.anytime_smd import run_anytime_smd_sco
-    from dpsco_lib.experiments.smd_checks import a5_declared
 
     prob = a5_declared("second_order", d, member)
     delta = delta_for_n(n)
@@ -385,9 +379,9 @@ def a4_bound(n: int, epsilon: float = 1.0) -> float:
 
 def a5_bound(n: int, epsilon: float = 1.0) -> float:
     """Thm 4.2's bound model of Algorithm 5 on the planted linear family (d = 10, second-order regime, the
-    declared ``L0 = 3/2``, ``L1 = L2 = 0.15`` of :func:`~dpsco_lib.experiments.smd_checks.a5_declared`)."""
+    declared ``L0 = 3/2``, ``L1 = L2 = 0.15`` of :func:`~dpsco_book.private_smd_rates.a5_declared`)."""
+    from dpsco_book.private_smd_rates import a5_declared
     from dpsco_lib.algorithms.anytime_smd import alg5_theory_params
-    from dpsco_lib.experiments.smd_checks import a5_declared
 
     p = a5_declared("second_order", 10, 1.0)
     return float(alg5_theory_params(n, n_vertices=10, epsilon=epsilon, delta=delta_for_n(n), L0=p.L0, L1=p.L1,
@@ -439,13 +433,13 @@ def _a4_needed() -> float:
 
 
 def _f1_range(ns: Sequence[int]) -> tuple[float, float]:
-    from dpsco_lib.experiments.frank_wolfe_checks import poly_sfw_exponent_range
+    from dpsco_book.frank_wolfe_rates import poly_sfw_exponent_range
 
     return poly_sfw_exponent_range(ns, d=2, eps=2.0)
 
 
 def _f3_range(ns: Sequence[int]) -> tuple[float, float]:
-    from dpsco_lib.experiments.lp_checks import private_rate_range
+    from dpsco_book.lp_frank_wolfe_lower_bound import private_rate_range
 
     return private_rate_range(ns, 1.0, 1.0, kappa=2.0)
 

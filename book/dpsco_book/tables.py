@@ -1,17 +1,14 @@
-"""Small tables for the notebooks: the privacy rule of an experiment, the calibration of a run under the
-papers' rule and under the tightest accountant, and a renderer that shows them as HTML in a notebook.
+"""Small tables for the notebooks: the calibration of a run under the papers' rule and under the tightest
+accountant, the noise of a run's mechanisms, and a renderer that shows them as HTML in a notebook.
 
-The privacy level of every theorem check in the book is ``epsilon <= 2`` with ``delta = n^-1.1 <= 1/n``
-(:func:`delta_for_n`): a delta above ``1/n`` would allow releasing one record in the clear.
+The privacy rule of the experiments (``epsilon <= 2``, ``delta = n^-1.1``) is :mod:`dpsco_book.privacy_rule`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dpsco_lib._validation import check_int, check_positive
 from dpsco_lib.privacy.accounting.events import (
     ComposedEvent,
     DpEvent,
@@ -25,26 +22,7 @@ from dpsco_lib.privacy.accounting.events import (
     SubsampledGaussianEvent,
 )
 
-__all__ = ["DELTA_POWER", "calibration_rows", "delta_for_n", "noise_summary", "show_table"]
-
-DELTA_POWER = 1.1
-
-
-def delta_for_n(n: int, power: float = DELTA_POWER) -> float:
-    r"""The book's delta rule, :math:`\delta = n^{-\text{power}}` (default ``n^-1.1``), so :math:`\delta < 1/n`.
-
-    Parameters
-    ----------
-    n : int
-        Number of records (>= 2).
-    power : float
-        Exponent, > 1 (a delta of order 1/n or larger is not a meaningful guarantee).
-    """
-    n = check_int(n, "n", lo=2)
-    power = check_positive(power, "power")
-    if power <= 1:
-        raise ValueError(f"power must exceed 1 so that delta < 1/n, got {power!r}")
-    return float(math.exp(-power * math.log(n)))
+__all__ = ["calibration_rows", "noise_summary", "show_table"]
 
 
 def _leaves(event: DpEvent, count: int = 1) -> list[tuple[DpEvent, int]]:

@@ -2,7 +2,7 @@ r"""Experiment tasks and small tables for the checks of Algorithms 3 and 4 of [G
 
 Every task has the :func:`~dpsco_lib.experiments.run_sweep` signature ``task(*, rng, **grid_point) -> dict`` and
 runs at the book's privacy level: the caller passes epsilon and the delta rule delta = n^-1.1
-(:func:`~dpsco_lib.experiments.delta_for_n`).  The instances are the hidden-vertex games of
+(:func:`~dpsco_book.privacy_rule.delta_for_n`).  The instances are the hidden-vertex games of
 :mod:`~dpsco_lib.problems.hard_games` (exact gaps).
 
 * :func:`a3_family_gap`: Algorithm 3 at its theory defaults on one member of the family.
@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from dpsco_book.privacy_rule import delta_for_n
 from dpsco_lib._validation import check_int, check_positive, check_rng
 from dpsco_lib.algorithms.bias_reduced_saddle import alg3_theory_params, run_bias_reduced_smd_saddle
 from dpsco_lib.algorithms.boosted_saddle import alg4_theory_params, estimate_gaps, run_boosted_saddle, select_candidate
-from dpsco_lib.experiments.tables import delta_for_n
 from dpsco_lib.privacy.audit import clopper_pearson
 from dpsco_lib.privacy.mechanisms import sample_categorical_log
 from dpsco_lib.problems.dataset import Dataset
