@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import inspect
 import json
 import os
@@ -31,6 +32,7 @@ __all__ = [
     "function_fingerprint",
     "library_fingerprint",
     "load",
+    "package_fingerprint",
     "project_root",
     "store",
     "task_key",
@@ -59,13 +61,38 @@ def cache_dir() -> Path:
 
 
 def function_fingerprint(fn: Callable[..., Any]) -> str:
-    """Qualified name plus a hash of the source, so editing a notebook's function invalidates its cache."""
-    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+    """Qualified name plus a hash of the source, so editing a notebook's function invalidates its cache.
+
+    A function of another installed package (not ``dpsco_lib``, not a notebook) also carries a hash of that
+    package's source (:func:`package_fingerprint`), so editing a helper it calls invalidates its cache too.
+    """
+    module = getattr(fn, "__module__", None) or "?"
+    name = f"{module}.{getattr(fn, '__qualname__', repr(fn))}"
     try:
         src = inspect.getsource(fn)
     except (OSError, TypeError):
         src = ""
-    return name + ":" + hashlib.sha256(src.encode()).hexdigest()[:16]
+    out = name + ":" + hashlib.sha256(src.encode()).hexdigest()[:16]
+    package = package_fingerprint(module.partition(".")[0])
+    return out + "+" + package if package else out
+
+
+@functools.cache
+def package_fingerprint(package: str) -> str:
+    """A hash of the source files of the top-level package ``package``; empty for ``dpsco_lib`` (covered by
+    :func:`library_fingerprint`) and for anything that is not a package directory (a notebook's ``__main__``)."""
+    if package in {"dpsco_lib", "__main__", "?", ""}:
+        return ""
+    spec = importlib.util.find_spec(package)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if len(locations) != 1:
+        return ""
+    root = Path(locations[0])
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def canonical(params: Mapping[str, Any]) -> str:
