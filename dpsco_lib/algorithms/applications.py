@@ -1,4 +1,4 @@
-r"""Runners for the two applications of [GGP24] Section 1.4 built on Algorithm 1 (Spec X1, X2; notebook 13).
+r"""Runners for the two applications of [GGP24] Section 1.4 built on Algorithm 1 (Spec X1, X2).
 
 X1: DP synthetic data for linear queries
 ----------------------------------------

@@ -326,7 +326,7 @@ def bias_reduced_estimate(
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""``size`` independent Algorithm 2 estimates of grad_fn(x) for a function on one simplex (Spec A2).
 
-    The single-player form of :func:`bias_reduced_gradient` used to study the oracle (notebook 10):
+    The single-player form of :func:`bias_reduced_gradient` used to study the oracle:
     ``grad_fn`` maps points (r, d) to gradients (r, k) (e.g.
     :meth:`~dpsco_lib.problems.maurey_functions.SmoothTestFunction.grad`).  Repetitions that share a level are
     drawn together, one vectorized vertex-sampling call per level.
@@ -610,7 +610,7 @@ def alg3_theory_params(
         Replace the worst-case bound M2 of step 1 by an instance value (e.g. from
         :func:`estimate_oracle_second_moment`, which uses the problem's distribution, not the private data).  The
         worst-case bound is valid for the whole class but, through its L1^2 log d (N_max + 1) term, typically
-        orders of magnitude above the oracle's actual second moment (~L0^2 on the games of notebook 10), which
+        orders of magnitude above the oracle's actual second moment (~L0^2 on the hidden-vertex games), which
         makes the default step size very conservative.
     """
     n = check_int(n, "n", lo=1)

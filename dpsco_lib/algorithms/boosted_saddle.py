@@ -43,8 +43,8 @@ runs and the selection use eps_fw = eps_sel = c * epsilon with c the largest val
 (1, 0.995, 0.99, 0.98, 0.96, ...) for which the parallel block of the exact events the run records (the inner
 ledgers, the Frank-Wolfe ledgers their theory parameters plan, the selection) certifies the target under
 ``accountant`` (default ``"best"``, the tightest valid accountant and the one the ledger is read with): one
-:func:`~dpsco_lib.privacy.accounting.budget.calibrate` over the grid index (c = 0.93-1 in the tests and
-notebook 11).  Choosing c after the inner runs is valid because their ledgers (what ran) depend on public
+:func:`~dpsco_lib.privacy.accounting.budget.calibrate` over the grid index (c = 0.93-1 on the hidden-vertex
+games).  Choosing c after the inner runs is valid because their ledgers (what ran) depend on public
 parameters and the solvers' internal randomness only, not on the data (true for Algorithms 1 and 3).  The
 parallel-composition bound, the maximum over parts of each part's own certificate, is at most the ledger's.
 Accountants that do not apply to a heterogeneous parallel block (``"kov"``, ``"gdp"``, ``"pld"``) raise

@@ -1,6 +1,6 @@
 r"""MWEM: multiplicative weights with the exponential mechanism (Hardt, Ligett & McSherry 2012; Spec X1).
 
-The baseline of the synthetic-data application X1 (notebook 13).  A finite universe of N items, the private
+The baseline of the synthetic-data application X1.  A finite universe of N items, the private
 data as a histogram of counts h in N^N with n = sum_k h_k records (n is public, as in HLM12), linear queries
 q_1..q_m in [0, 1]^N with answers q_j(h) = <q_j, h>.  MWEM keeps a public distribution A_t over the universe
 (A_0 uniform, scaled to n records) and for t = 1..T:

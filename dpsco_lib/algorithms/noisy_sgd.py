@@ -44,7 +44,7 @@ ledger records (``accountant="gdp"`` by default, which is that exact curve), so
 ``~ L0_2 sqrt(T ln(1/delta)) / (n eps)`` by a factor of order ``sqrt(n / b)``: no loss with full batches
 ``b = n``, where every step is one Gaussian mechanism of sensitivity ``2 L0_2 / n`` and the ``T`` steps compose
 exactly. With BFTT19's batch ``b = n sqrt(eps / (4T))`` the error therefore does not reach Spec S2's privacy term;
-notebook 05 checks S2 with ``batch_size=n`` (BFTT19's ``T`` and step size), which is cheap in the privacy-limited
+a check of S2 runs it with ``batch_size=n`` (BFTT19's ``T`` and step size), which is cheap in the privacy-limited
 regime where ``T`` is small, and shows the default batch as an illustration.)
 
 The library works in the idealized real-arithmetic model with float64 noise from a non-cryptographic RNG.
@@ -230,7 +230,7 @@ def run_noisy_sgd(
         Record the running iterate average at the end of each epoch (``x_avg_epoch``, shape (E, d)).
     _noise_multiplier : float
         Test hook: scales the Gaussian noise actually drawn (``0``: the same iterations without noise, the
-        non-private reference of notebook 05); the ledger is unchanged, so any value other than 1 voids the
+        non-private reference of a rate check); the ledger is unchanged, so any value other than 1 voids the
         certificate.
 
     Returns

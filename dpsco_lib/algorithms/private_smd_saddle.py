@@ -24,7 +24,7 @@ has sensitivity Delta = 2 eta L0/B (and likewise for y).  For the exponential me
 P(i) prop. to exp(eps u_i/(2 Delta)) with eps/(2 Delta) = 1, i.e. eps0 = 2 Delta = 4 eta L0/B, one draw is
 eps0-DP: log P(i)/P'(i) = (u_i - u'_i) - (logsumexp u - logsumexp u') <= Delta + Delta.  The factor 2 of the
 exponential mechanism is thus *included* in the 4 eta L0/B of Prop 3.3 (the mechanism is not monotone: one
-coordinate's score can rise while the others fall, and the audit in notebook 09 attains ~2 Delta).
+coordinate's score can rise while the others fall, and an audit attains ~2 Delta).
 All 2 K T draws compose adaptively; the per-draw budget eps0 comes from the one calibration path,
 :func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon` (2 K T exponential-mechanism events, the events
 the run records), with the accountant ``accountant=`` (default ``"best"``: the tightest valid accountant, for
@@ -579,7 +579,7 @@ def run_smd_saddle(
     T: int | None = None,
     step_size: float | None = None,
 ) -> Result:
-    """Non-private entropic SMD for the saddle problem: the baseline of notebook 09 (Spec A1).
+    """Non-private entropic SMD for the saddle problem: the baseline of Algorithm 1 (Spec A1).
 
     Same as Algorithm 1 without vertex sampling and without the privacy cap: disjoint batches of size
     B = floor(n/T) (default T = n, B = 1), gradients at the exact iterates (x_t, y_t), step size

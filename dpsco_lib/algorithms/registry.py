@@ -1,7 +1,7 @@
 """The algorithm registry: one frozen record per algorithm of the library.
 
 Everything that enumerates algorithms reads this table: the package exports (:mod:`dpsco_lib.algorithms`),
-the rate atlas's generic runner (:mod:`dpsco_lib.experiments.atlas`), the benchmark suite, the API page of the
+the book's rate atlas, the benchmark suite, the API page of the
 book and the contract tests (``tests/test_algorithm_contract.py``, in the style of scikit-learn's
 ``parametrize_with_checks``). Adding an algorithm touches its module, one record here, its tests, its
 notebook and, if it has one, its benchmark case (see ``CONTRIBUTING.md``).

@@ -1,4 +1,4 @@
-"""Applications of the saddle point algorithms built from scikit-learn data (Spec X1, X2; notebook 13).
+"""Applications of the saddle point algorithms built from scikit-learn data (Spec X1, X2).
 
 No downloads: the data come from ``sklearn.datasets.load_breast_cancer`` / ``load_digits`` (shipped
 with scikit-learn).  In both problems the population is a finite, known distribution (a dataset's
@@ -380,7 +380,7 @@ GROUP_FEATURES = (1, 21, 24, 28)  # mean texture, worst texture, worst smoothnes
 
 
 def group_robust_breast_cancer(radius: float = 2.0) -> MaxOfLosses:
-    r"""The group-robust logistic regression of notebook 13 on the breast-cancer data (Spec X2).
+    r"""The group-robust logistic regression on the breast-cancer data (Spec X2).
 
     Groups: the terciles of the mean radius (tumour size).  Features: mean texture, worst texture, worst
     smoothness, worst symmetry, standardized, divided by 2 and clipped to [-1, 1], plus an intercept

@@ -1,4 +1,4 @@
-"""Convex-concave games on simplices with exact population gaps (Spec A1 rates (5)-(7), notebook 09).
+"""Convex-concave games on simplices with exact population gaps (Spec A1 rates (5)-(7)).
 
 All three families share the stochastic bilinear part x^T (A + s u v^T) y with a record
 z = (u, v, ...), u in {-1, +1}^dx, v in {-1, +1}^dy Rademacher (E[u v^T] = 0), so the mean matrix is

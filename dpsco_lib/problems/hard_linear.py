@@ -19,7 +19,7 @@ iterative method that composes many selections); an algorithm's excess at ``gamm
 weight it puts on wrong vertices, which is large while ``gamma`` is below its scale. The worst case over
 ``gamma`` therefore sits at ``gamma`` of the order of the algorithm's error scale and shrinks with ``n`` like
 the minimax rate, as in the lower-bound constructions of Asi, Feldman, Koren and Talwar (ICML 2021) and
-Bassily, Guzmán and Nandi (COLT 2021). Notebook 05 measures the worst case over a grid of ``gamma`` that
+Bassily, Guzmán and Nandi (COLT 2021). A rate check measures the worst case over a grid of ``gamma`` that
 brackets that scale at every ``n``.
 
 The Euclidean member (``p = 2``, the hard case of noisy SGD, Spec S2). The same signs, weighted so that every record

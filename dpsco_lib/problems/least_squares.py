@@ -291,7 +291,7 @@ class LeastSquares(Problem):
 
 
 def hard_least_squares(p: float, d: int, *, c: float = 2.0, set_kind: str = "simplex", seed: int = 0) -> LeastSquares:
-    """Least-squares instances that are hard for mirror descent in each l_p geometry (Spec S1, notebook 03).
+    """Least-squares instances that are hard for mirror descent in each l_p geometry (Spec S1).
 
     The population minimizer sits at the point of X farthest from the mirror-descent start in the
     Bregman geometry of the setup, and the population gradient there is bounded away from 0

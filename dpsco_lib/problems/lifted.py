@@ -1,4 +1,4 @@
-"""Problems derived from the group-robust application of [GGP24] Section 1.4 (Spec X2; notebook 13).
+"""Problems derived from the group-robust application of [GGP24] Section 1.4 (Spec X2).
 
 :class:`L1LiftedSaddle` lifts a saddle problem over (l1 ball) x (simplex) to (Delta_{2d}) x (simplex), the setting
 of Algorithm 1: x = R (w[:d] - w[d:]) with w in Delta_{2d}, grad_w f = R [g, -g].  With pi_min the smallest group

@@ -1,4 +1,4 @@
-r"""Smooth test functions on the simplex and the exact law of the Maurey estimate (Spec M1-M3, notebook 08).
+r"""Smooth test functions on the simplex and the exact law of the Maurey estimate (Spec M1-M3).
 
 Maurey estimate [GGP24, Section 2; Pis80]: for x in Delta_d, x~ = (1/K) sum_{k<=K} e_{i_k}, i_k i.i.d. ~ Cat(x),
 so K x~ ~ Multinomial(K, x), E x~ = x and Cov(x~) = (diag(x) - x x^T)/K.
