@@ -274,7 +274,7 @@ def _git_commit(root: Path) -> str | None:
                              timeout=10)
         if sha.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "dpsco_lib", "notebooks"], cwd=root,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "dpsco_lib", "book/dpsco_book", "notebooks"], cwd=root,
                                capture_output=True, text=True, timeout=10)
         return sha.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
@@ -757,7 +757,7 @@ def _stage_mathjax(root: Path, src: Path) -> None:
     """
     import yaml
 
-    legacy = src / "_static" / "mathjax"  # where earlier versions staged it
+    legacy = src / "_static" / "mathjax"  # a stale copy under the source's _static (see above) is removed
     if legacy.is_dir():
         shutil.rmtree(legacy)
         if not any((src / "_static").iterdir()):
