@@ -274,8 +274,8 @@ def _git_commit(root: Path) -> str | None:
                              timeout=10)
         if sha.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "dpsco_lib", "book/dpsco_book", "notebooks"], cwd=root,
-                               capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "dpsco_lib", "book/dpsco_book", "notebooks"],
+                               cwd=root, capture_output=True, text=True, timeout=10)
         return sha.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return None
