@@ -274,7 +274,7 @@ SWEEP_SOURCE = ("notebooks/09_private_smd_saddle.ipynb, sweep 'gap vs n' (Spec A
 def sweep_gap_vs_n(*, rng: np.random.Generator, regime: str, n: int, d: int = 10,
                    margins: Any = (0.25, 0.5, 1.0), epsilon: float = 1.0, runs: int = 8,
                    reps: int = 1) -> dict[str, Any]:
-    r"""Notebook 09's sweep task: one replicate of :func:`~dpsco_lib.experiments.smd_checks.a1_gap_task`.
+    r"""Notebook 09's sweep task: one replicate of :func:`~dpsco_book.private_smd_rates.a1_gap_task`.
 
     Draws ``n`` fresh records of the planted matrix game (Spec A1; Thm 3.1 of [GGP24]), runs Algorithm 1 in
     ``regime`` at ``eps = 1``, ``delta = n^-1.1`` under the default accountant on every margin of the family
@@ -283,7 +283,7 @@ def sweep_gap_vs_n(*, rng: np.random.Generator, regime: str, n: int, d: int = 10
     """
     if regime not in SWEEP_REGIMES:
         raise ValueError(f"regime must be one of {list(SWEEP_REGIMES)}, got {regime!r}")
-    from dpsco_lib.experiments.smd_checks import a1_gap_task
+    from dpsco_book.private_smd_rates import a1_gap_task
 
     return a1_gap_task(rng=rng, regime=regime, n=n, d=d, margins=list(margins), epsilon=epsilon, runs=runs,
                        reps=reps)
@@ -340,7 +340,7 @@ def stream_poly_sfw(*, n: int = STREAM_N, d: int = STREAM_D, block_size: int = S
                     delta: float | None = None, step_constant: float | str = "auto") -> dict[str, Any]:
     """One streamed Poly-SFW run in this process, measured: wall and CPU seconds, peak RSS, excess risk.
 
-    ``delta`` defaults to the book's rule ``n^-1.1`` (:func:`dpsco_lib.experiments.delta_for_n`); the accountant
+    ``delta`` defaults to the book's rule ``n^-1.1`` (:func:`dpsco_book.privacy_rule.delta_for_n`); the accountant
     to the library's default ``"best"``; ``step_constant`` is ``c`` in the step ``eta = c ln(n/ln|V|)/T``: the
     library's default ``"auto"`` minimizes the bound model
     (:func:`dpsco_lib.algorithms.poly_sfw.poly_sfw_auto_step_constant`), ``1`` is the theorem's step as stated
@@ -353,8 +353,8 @@ def stream_poly_sfw(*, n: int = STREAM_N, d: int = STREAM_D, block_size: int = S
     it: the interpreter and
     imports), so run it in a fresh process. ``ratio`` = excess risk / the trivial excess risk of ``x = 0``.
     """
+    from dpsco_book.privacy_rule import delta_for_n
     from dpsco_lib.algorithms.poly_sfw import run_poly_sfw
-    from dpsco_lib.experiments import delta_for_n
     from dpsco_lib.problems.least_squares import hard_least_squares
 
     delta = delta_for_n(n) if delta is None else float(delta)

@@ -12,9 +12,10 @@ For every selected mutant (:mod:`mutation.mutants`) the runner
 2. applies the mutant there (a ``find`` string that is not unique in its file makes the mutant *stale*);
 3. checks that ``import dpsco_lib`` in that copy resolves to the copy (the project's ``.venv`` has the package
    installed in editable mode, pointing at the real checkout, so every subprocess runs with ``cwd`` and
-   ``PYTHONPATH`` set to the copy and the import is verified, never assumed);
+   ``PYTHONPATH`` set to the copy (and its ``book/`` folder, the book's package) and the import is verified,
+   never assumed);
 4. runs the mutant's tests (``python -m pytest -x -q -p no:cacheprovider <tests>``, with a timeout) and then its
-   smoke notebooks (``python -m dpsco_lib.cli reproduce NN --profile smoke`` with ``DPSCO_NO_CACHE=1``);
+   smoke notebooks (``python -m dpsco_book.cli reproduce NN --profile smoke`` with ``DPSCO_NO_CACHE=1``);
 5. records *caught* (a test or a notebook failed, or timed out), *survived*, or *stale*.
 
 Before the mutants, the union of the selected tests and the union of the selected notebooks run once on an
@@ -95,7 +96,7 @@ def copy_env(copy: Path) -> dict[str, str]:
                 "DPSCO_CACHE_DIR", "DPSCO_RESULTS_DIR", "DPSCO_PROGRESS_DIR", "DPSCO_PROFILE"):
         env.pop(var, None)
     env.update(
-        PYTHONPATH=str(copy),
+        PYTHONPATH=os.pathsep.join([str(copy), str(copy / "book")]),  # the library and the book's package
         DPSCO_ROOT=str(copy),
         DPSCO_NO_CACHE="1",
         PYTHONDONTWRITEBYTECODE="1",
@@ -191,8 +192,8 @@ def run_tests(copy: Path, tests: Sequence[str], *, stop_first: bool = True, jobs
 
 def run_notebooks(copy: Path, notebooks: Sequence[str], *, jobs: int = 1,
                   timeout: float = NOTEBOOK_TIMEOUT) -> _Channel:
-    """``python -m dpsco_lib.cli reproduce <notebooks> --profile smoke`` in ``copy``; the failed notebooks."""
-    cmd = [sys.executable, "-m", "dpsco_lib.cli", "reproduce", *notebooks, "--profile", "smoke", "--jobs", str(jobs),
+    """``python -m dpsco_book.cli reproduce <notebooks> --profile smoke`` in ``copy``; the failed notebooks."""
+    cmd = [sys.executable, "-m", "dpsco_book.cli", "reproduce", *notebooks, "--profile", "smoke", "--jobs", str(jobs),
            "--no-progress", "--timeout", str(int(timeout))]
     res = _run(cmd, copy, timeout * len(notebooks) + 120.0)
     failed = tuple(

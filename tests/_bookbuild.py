@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dpsco_lib.cli import _stage_mathjax, prepare_book, toc_notebooks
+from dpsco_book.cli import _stage_mathjax, prepare_book, toc_notebooks
 
 from ._nbtools import SMOKE_DIR, execute_smoke
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import nbformat
 
-from dpsco_lib.cli import EXECUTED, NotebookRun, _execute, _stage_book_sources
+from dpsco_book.cli import EXECUTED, NotebookRun, _execute, _stage_book_sources
 
 SMOKE_DIR = Path("_build") / "smoke"
 

@@ -267,8 +267,8 @@ def test_x1_privacy_loss_audit_catches_draws_counted_once() -> None:
     with probability <= 5e-4.  The broken variant (per-draw budget of one round's K draws instead of K T, T
     re-balanced) has a privacy loss of order 1 per run and is flagged with probability > 0.999 at these sizes.
     """
-    from dpsco_lib.experiments import applications_checks as ac
-    from dpsco_lib.experiments import delta_for_n
+    from dpsco_book import synthetic_data_and_fairness as ac
+    from dpsco_book.privacy_rule import delta_for_n
 
     n = 100
     dl, g = delta_for_n(n), ac.x1_base_game()
@@ -285,7 +285,7 @@ def test_x2_sensitivity_audit_catches_under_priced_draws() -> None:
     """Exact recomputation of the gradient sensitivity behind the X2 ledger (fixed seed, false-alarm probability 0:
     the lifted constants bound every gradient).  Caught: the constants scaled by 1/2 (the step size doubled for the
     same ledger, i.e. the sampling noise halved) and by pi_min = 1/3 (importance weights forgotten)."""
-    from dpsco_lib.experiments import applications_checks as ac
+    from dpsco_book import synthetic_data_and_fairness as ac
 
     rows = [ac.x2_sensitivity_audit(n=5000, epsilon=1.0, rng=np.random.default_rng(3), constant_factor=f)
             for f in (1.0, 0.5, 1 / 3)]

@@ -1,4 +1,4 @@
-"""Tests of the notebook-13 experiment module (dpsco_lib.experiments.applications_checks; Spec X1, X2)."""
+"""Tests of the notebook-13 experiment module (dpsco_book.synthetic_data_and_fairness; Spec X1, X2)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from dpsco_book import synthetic_data_and_fairness as ac
+from dpsco_book.privacy_rule import delta_for_n
 from dpsco_lib.algorithms.applications import query_release_params
-from dpsco_lib.experiments import applications_checks as ac
-from dpsco_lib.experiments import delta_for_n
 from dpsco_lib.problems import QUERY_RELEASE_FAMILY
 
 

@@ -1,5 +1,5 @@
-"""The layout rules of the library, checked on its source: no private-name imports across modules, no function
-over 80 code lines, every algorithm module reachable from the registry."""
+"""The layout rules of the library and of the book's package, checked on their source: no private-name imports
+across modules, no function over 80 code lines, every algorithm module reachable from the registry."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "dpsco_lib"
-SOURCES = sorted(LIB.rglob("*.py"))
+BOOK = ROOT / "book" / "dpsco_book"
+PACKAGES = {"dpsco_lib": LIB, "dpsco_book": BOOK}
+SOURCES = sorted(LIB.rglob("*.py")) + sorted(BOOK.rglob("*.py"))
 MAX_CODE_LINES = 80
 
 
 def _module_name(path: Path) -> str:
-    rel = path.relative_to(ROOT).with_suffix("")
+    rel = path.relative_to(BOOK.parent if BOOK in path.parents else ROOT).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -39,10 +41,11 @@ def _private_imports(path: Path) -> list[str]:
     mine = _package(me, path)
     bad = []
     for node in ast.walk(tree):
-        if not isinstance(node, ast.ImportFrom) or node.level or not (node.module or "").startswith("dpsco_lib"):
+        top = (node.module or "").partition(".")[0] if isinstance(node, ast.ImportFrom) else ""
+        if not isinstance(node, ast.ImportFrom) or node.level or top not in PACKAGES:
             continue
-        src_pkg = node.module.rpartition(".")[0] if not (LIB / "/".join(node.module.split(".")[1:])).is_dir() \
-            else node.module
+        is_package = (PACKAGES[top] / "/".join(node.module.split(".")[1:])).is_dir()
+        src_pkg = node.module if is_package else node.module.rpartition(".")[0]
         for alias in node.names:
             name = alias.name
             if not name.startswith("_") or name.startswith("__"):

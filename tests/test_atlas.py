@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from dpsco_lib.experiments import Verdict, delta_for_n, fit_loglog_slope
-from dpsco_lib.experiments.atlas import (
+from dpsco_book.privacy_rule import delta_for_n
+from dpsco_book.rate_atlas import (
     ATLAS,
     a3_bound,
     atlas_grid,
@@ -21,6 +21,7 @@ from dpsco_lib.experiments.atlas import (
     needed_n_bound,
     needed_n_extrapolated,
 )
+from dpsco_lib.experiments import Verdict, fit_loglog_slope
 
 # the algorithm IDs of the theorem catalogue (spec/README.md)
 SPEC_IDS = {"S1", "S2", "F1", "F2", "F3", "A1", "A3", "A4", "A5", "D4", "N1", "R1", "Z2", "Z3"}
@@ -115,7 +116,7 @@ def test_dp_sgd_entry_is_replace_one_through_the_conversion():
     """DP-SGD (add/remove) is calibrated for the add/remove target (eps/2, delta/(1 + e^(eps/2))) whose
     group-of-two conversion is the replace-one target; its replace-one certificate (the conversion of its ledger)
     and its native add/remove certificate meet their targets."""
-    from dpsco_lib.experiments.atlas import dp_sgd_hyper
+    from dpsco_book.rate_atlas import dp_sgd_hyper
 
     n, d, eps = 4000, 10, 1.0
     hyp = dp_sgd_hyper(n, d, eps)

@@ -507,7 +507,7 @@ def test_half_noise_gg_is_caught_and_the_correct_one_is_not(d, q):
     (notebook 04). False-alarm probability: the correct mechanism is flagged only if the exact lower bound on its
     delta(1) exceeds 1e-4, probability <= 1e-3. Power: the broken copy's delta(1) is about 2.9e-3 (q = 2) and
     3.6e-4 (q = 4, d = 100); with n = 150000 the expected rounding count is >= 50 against about 30 needed."""
-    from dpsco_lib.experiments.gg_checks import half_noise_audit_task
+    from dpsco_book.generalized_gaussian import half_noise_audit_task
 
     kw = dict(d=d, q=q, kind="ones", n=150_000, epsilon=1.0, delta=1e-4, alpha=1e-3)
     ok = half_noise_audit_task(rng=_rng(11), noise_factor=1.0, **kw)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dpsco_lib.cli import toc_notebooks
+from dpsco_book.cli import toc_notebooks
 
 from .conftest import ROOT
 
@@ -118,7 +118,7 @@ def test_duplicate_inline_scripts_are_dropped():
 def test_timings_table(tmp_path):
     import json
 
-    from dpsco_lib.cli import EXECUTED, timings_table
+    from dpsco_book.cli import EXECUTED, timings_table
 
     (tmp_path / "_toc.yml").write_text(
         "format: jb-book\nroot: book/intro\nchapters:\n  - file: notebooks/01_a\n  - file: notebooks/02_b\n"

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from dpsco_lib.cli import toc_docnames
+from dpsco_book.cli import toc_docnames
 
 from .conftest import ROOT
 

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from dpsco_lib import cli
+from dpsco_book import cli
 
 from ._nbtools import make_notebook
 from .conftest import ROOT
@@ -186,7 +186,7 @@ def test_list_into_a_closed_pipe_stops_quietly():
     import sys
 
     # a listing far longer than any pipe buffer, so the write after the reader has gone does fail
-    code = ("import sys; from dpsco_lib import cli\n"
+    code = ("import sys; from dpsco_book import cli\n"
             "cli._list = lambda root, paths: [print('notebook', i) for i in range(10**6)]\n"
             "sys.exit(cli.main(['list']))")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -197,7 +197,7 @@ def test_list_into_a_closed_pipe_stops_quietly():
 
 
 def test_seeds_command_rejects_bad_counts(capsys):
-    from dpsco_lib import cli as _cli
+    from dpsco_book import cli as _cli
 
     assert _cli.main(["seeds", "02", "--count", "x"]) == 2
     assert "--count must be an integer" in capsys.readouterr().err

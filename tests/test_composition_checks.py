@@ -1,4 +1,4 @@
-"""Notebook 02 helpers (dpsco_lib.experiments.composition_checks): composition curves (P3, P5, P6), per-step budgets,
+"""Notebook 02 helpers (dpsco_book.composition_accounting): composition curves (P3, P5, P6), per-step budgets,
 the WRRW23 filter, subsampling and DP-SGD accounting, Gaussian DP, and the verdict rows."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpsco_book import composition_accounting as cc
 from dpsco_lib.experiments import Verdict
-from dpsco_lib.experiments import composition_checks as cc
 from dpsco_lib.privacy.accounting import gdp_delta, gdp_epsilon
 
 matplotlib.use("Agg")

@@ -1,4 +1,4 @@
-"""The crossover table (dpsco_lib.experiments.crossover): estimator, fit, validation, reproducibility, a tiny grid."""
+"""The crossover table (dpsco_book.crossover): estimator, fit, validation, reproducibility, a tiny grid."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import numpy as np
 import pytest
 
-from dpsco_lib.experiments import crossover as xo
+from dpsco_book import crossover as xo
 
 
 def _strip(records: list[dict]) -> list[dict]:

@@ -7,17 +7,16 @@ import csv
 import numpy as np
 import pytest
 
+from dpsco_book.results import results_dir, write_csv
 from dpsco_lib.experiments import (
     Verdict,
     cache,
     expand_grid,
     fit_loglog_slope,
     get_profile,
-    results_dir,
     run_sweep,
     summarize,
     task_rng,
-    write_csv,
 )
 
 

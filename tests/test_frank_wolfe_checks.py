@@ -7,9 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpsco_lib.experiments import Verdict
-from dpsco_lib.experiments import frank_wolfe_checks as fc
-from dpsco_lib.experiments.frank_wolfe_checks import (
+from dpsco_book import frank_wolfe_rates as fc
+from dpsco_book.frank_wolfe_rates import (
     bound_terms,
     calibration_runs,
     fit_worst,
@@ -17,6 +16,7 @@ from dpsco_lib.experiments.frank_wolfe_checks import (
     hard_linear_task,
     rate_grid,
 )
+from dpsco_lib.experiments import Verdict
 
 
 def test_rate_grid_drops_capped_values():

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from dpsco_lib.cli import _execute
+from dpsco_book.cli import _execute
 
 from ._nbtools import make_notebook
 

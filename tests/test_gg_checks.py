@@ -1,4 +1,4 @@
-"""Unit tests of dpsco_lib.experiments.gg_checks (notebook 04, Spec G1)."""
+"""Unit tests of dpsco_book.generalized_gaussian (notebook 04, Spec G1)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from dpsco_lib.experiments import gg_checks as gg
+from dpsco_book import generalized_gaussian as gg
 from dpsco_lib.geometry.norms import lp_norm
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from dpsco_lib.experiments.frank_wolfe_checks import (
+from dpsco_book.frank_wolfe_rates import (
     bound_exponent,
     bound_terms,
     gamma_for,

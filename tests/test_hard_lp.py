@@ -13,8 +13,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from scipy.integrate import quad  # noqa: E402
 
+from dpsco_book import lp_frank_wolfe_lower_bound as lp  # noqa: E402
 from dpsco_lib.experiments import Verdict  # noqa: E402
-from dpsco_lib.experiments import lp_checks as lp  # noqa: E402
 from dpsco_lib.geometry.norms import lp_norm  # noqa: E402
 from dpsco_lib.problems import FingerprintLinearLp, fingerprint_lower_bound, fingerprint_prior  # noqa: E402
 

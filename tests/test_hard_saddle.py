@@ -1,5 +1,5 @@
 """Planted-vertex families (dpsco_lib.problems.hard_saddle) and the A1/A5 experiment helpers
-(dpsco_lib.experiments.smd_checks): exact gaps against independent formulas and cvxpy, declared constants,
+(dpsco_book.private_smd_rates): exact gaps against independent formulas and cvxpy, declared constants,
 bad input, and the shapes of the fitting helpers."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from dpsco_lib.experiments import smd_checks as sc
+from dpsco_book import private_smd_rates as sc
 from dpsco_lib.experiments.analysis import SlopeFit
 from dpsco_lib.problems import PlantedLinearSCO, PlantedMatrixGame, planted_game_family, planted_sco_family
 
@@ -167,8 +167,8 @@ def test_draw_counts_match_ledgers():
 
 
 def test_check_audit_pair_rows():
+    from dpsco_book.private_smd_rates import check_audit_pair
     from dpsco_lib.experiments import Verdict
-    from dpsco_lib.experiments.smd_checks import check_audit_pair
 
     ok = {"caught": False, "audited lower bound": 0.4, "claimed eps": 1.0}
     bad = {"caught": True, "audited lower bound": 1.7, "claimed eps": 1.0}
@@ -244,8 +244,8 @@ def test_a5_margins_shrink_with_n_like_the_theorem_s_private_term():
 
 def test_a5_family_members_below_the_plateau_do_not_tie_with_the_largest_margin():
     # at the design's T and eta, the worst member is the largest margin and the shrinking ones stay >= 15% below it
+    from dpsco_book.privacy_rule import delta_for_n
     from dpsco_lib.algorithms.anytime_smd import alg5_theory_params
-    from dpsco_lib.experiments.tables import delta_for_n
 
     for regime in ("first_order", "second_order"):
         for n in (4000, 25000):

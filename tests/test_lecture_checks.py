@@ -1,4 +1,4 @@
-"""Tests of dpsco_lib.experiments.lecture_checks (Spec D1, D4 experiment helpers of notebook 14)."""
+"""Tests of dpsco_book.mean_estimation_and_dpsgd (Spec D1, D4 experiment helpers of notebook 14)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from dpsco_lib.experiments import delta_for_n
-from dpsco_lib.experiments import lecture_checks as lc
+from dpsco_book import mean_estimation_and_dpsgd as lc
+from dpsco_book.privacy_rule import delta_for_n
 
 
 def test_replace_one_target_inverts_the_group_of_two_conversion():

@@ -1,4 +1,4 @@
-"""Notebook 08 helpers (dpsco_lib.experiments.maurey_checks): exact-bias task, second-moment task, fits, tables,
+"""Notebook 08 helpers (dpsco_book.maurey_sparsification): exact-bias task, second-moment task, fits, tables,
 figures and verdict rows (Spec M1-M3)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+from dpsco_book import maurey_sparsification as mc
 from dpsco_lib.experiments import Verdict
-from dpsco_lib.experiments import maurey_checks as mc
 from dpsco_lib.problems.maurey_functions import second_moment_bound
 
 X0 = np.array([0.4, 0.3, 0.2, 0.1])

@@ -1,4 +1,4 @@
-"""Notebook 01 helpers (dpsco_lib.experiments.mechanism_checks): sweep tasks, tables, exact privacy losses and the
+"""Notebook 01 helpers (dpsco_book.mechanism_audits): sweep tasks, tables, exact privacy losses and the
 verdict rows of P1, P2, P4 and the audits."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import matplotlib
 import numpy as np
 import pytest
 
+from dpsco_book import mechanism_audits as mc
 from dpsco_lib.experiments import SlopeFit, Verdict
-from dpsco_lib.experiments import mechanism_checks as mc
 from dpsco_lib.privacy.mechanisms import gaussian_sigma_analytic
 
 matplotlib.use("Agg")

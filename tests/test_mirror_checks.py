@@ -1,4 +1,4 @@
-"""Notebook 03 helpers (dpsco_lib.experiments.mirror_checks): the lower-bound families of S1, the sweep task, the
+"""Notebook 03 helpers (dpsco_book.mirror_descent_rates): the lower-bound families of S1, the sweep task, the
 worst case over the members, its fits and the verdict rows (which must fail on realistic wrong curves)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from dpsco_book import mirror_descent_rates as mc
 from dpsco_lib.experiments import Verdict
-from dpsco_lib.experiments import mirror_checks as mc
 from dpsco_lib.problems import HardLinear, PlantedCubeLinear, PlantedLpLinear
 
 #: A bump in the multiplier c, peaked inside the grid of every regime (as the measured phi(c) is).

@@ -441,10 +441,10 @@ def test_prox_canary_audit_honest_and_tenth_noise_caught():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The experiment module of notebook 07 (dpsco_lib.experiments.nonconvex_checks)
+# The experiment module of notebook 07 (dpsco_book.nonconvex_stationarity)
 # ---------------------------------------------------------------------------------------------------------
 def test_nonconvex_checks_family_and_tasks():
-    from dpsco_lib.experiments import nonconvex_checks as nc
+    from dpsco_book import nonconvex_stationarity as nc
 
     start = nc.start_values([0, 1])
     assert set(start) == {"fw", "prox"} and all(v > 0 for v in start["fw"].values())
@@ -464,8 +464,9 @@ def test_nonconvex_checks_family_and_tasks():
 
 
 def test_nonconvex_checks_calibration_pair_and_audit():
-    from dpsco_lib.experiments import calibration_rows, delta_for_n
-    from dpsco_lib.experiments import nonconvex_checks as nc
+    from dpsco_book import nonconvex_stationarity as nc
+    from dpsco_book.privacy_rule import delta_for_n
+    from dpsco_book.tables import calibration_rows
 
     runs = nc.fw_calibration_runs(2000, epsilon=1.0, steps_constant=0.1, rng=np.random.default_rng(0))
     rows = calibration_rows(runs, delta_for_n(2000))

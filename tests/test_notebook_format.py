@@ -7,7 +7,7 @@ import re
 import nbformat
 import pytest
 
-from dpsco_lib.cli import toc_notebooks
+from dpsco_book.cli import toc_notebooks
 
 from .conftest import ROOT
 

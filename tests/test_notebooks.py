@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from dpsco_lib.cli import toc_notebooks
+from dpsco_book.cli import toc_notebooks
 
 from ._nbtools import execute_smoke
 from .conftest import ROOT

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 import yaml
 
-from dpsco_lib import cli
+from dpsco_book import cli
 
 from .conftest import ROOT
 

@@ -1,4 +1,4 @@
-"""Tests of dpsco_lib.experiments.rem_checks (Spec R1, R2 experiment helpers of notebook 15)."""
+"""Tests of dpsco_book.regularized_exponential (Spec R1, R2 experiment helpers of notebook 15)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pickle
 import numpy as np
 import pytest
 
+from dpsco_book import regularized_exponential as rc
 from dpsco_lib.algorithms.regularized_exponential import (
     gdp_mu_star,
     linear_loss_data,
@@ -15,7 +16,6 @@ from dpsco_lib.algorithms.regularized_exponential import (
     regularized_exp_theory_params,
 )
 from dpsco_lib.experiments import SlopeFit, Verdict
-from dpsco_lib.experiments import rem_checks as rc
 from dpsco_lib.privacy.accounting import gdp_epsilon
 
 

@@ -1,5 +1,5 @@
 """Spec A3, A4: the hidden-vertex games, the second-moment bound and the needed-n of Algorithm 3, the diagnosis tasks
-and the audit of Algorithm 4's exponential-mechanism selection (dpsco_lib.experiments.saddle_checks)."""
+and the audit of Algorithm 4's exponential-mechanism selection (dpsco_book.bias_reduced_boosted_saddle)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
+from dpsco_book import bias_reduced_boosted_saddle as sc
 from dpsco_lib.algorithms.bias_reduced_saddle import (
     alg3_needed_n,
     alg3_second_moment_bound,
     alg3_theory_params,
     bias_reduced_gradient,
 )
-from dpsco_lib.experiments import saddle_checks as sc
 from dpsco_lib.problems import hidden_vertex_family, hidden_vertex_game
 
 

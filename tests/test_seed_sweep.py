@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from dpsco_lib.cli import seed_sweep, toc_notebooks
+from dpsco_book.cli import seed_sweep, toc_notebooks
 
 from .conftest import ROOT
 

@@ -1,4 +1,4 @@
-"""Tests for dpsco_lib.experiments.sparse_checks (notebook 16)."""
+"""Tests for dpsco_book.sparse_gradients (notebook 16)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from dpsco_lib.experiments import sparse_checks as sc
+from dpsco_book import sparse_gradients as sc
 from dpsco_lib.problems import Dataset
 
 

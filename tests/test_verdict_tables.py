@@ -5,16 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpsco_lib.experiments import (
-    SlopeFit,
-    Verdict,
-    delta_for_n,
-    fit_loglog_slope,
-    get_profile,
-    noise_summary,
-    show_table,
-    worst_case_curve,
-)
+from dpsco_book.privacy_rule import delta_for_n
+from dpsco_book.tables import noise_summary, show_table
+from dpsco_lib.experiments import SlopeFit, Verdict, fit_loglog_slope, get_profile, worst_case_curve
 from dpsco_lib.privacy.accounting import PrivacyLedger
 from dpsco_lib.privacy.accounting.events import GaussianEvent, LaplaceEvent
 
