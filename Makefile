@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 # LOCKED=1 installs the exact versions of requirements/lock-py311.txt (the ones a figure's provenance records).
 LOCK   := requirements/lock-py311.txt
 LOCKED ?=
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml $(if $(LOCKED),$(LOCK)) | sha256sum | cut -c1-16)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml book/pyproject.toml $(if $(LOCKED),$(LOCK)) | sha256sum | cut -c1-16)
 JOBS   ?= 2
 PROFILE ?= paper
 NB     ?=
@@ -21,12 +21,12 @@ export MKL_NUM_THREADS := 1
 .PHONY: venv book test reproduce bench lint lock clean help mutants pdf seeds
 
 help:
-	@echo "make venv       create .venv with the library, the book tools and the tests (every target does it first)"
+	@echo "make venv       create .venv with the library, the book package and tools, the tests (every target does it first)"
 	@echo "                LOCKED=1: the exact versions of $(LOCK)"
 	@echo "make book       execute every notebook (paper profile) and build the HTML book in _build/html"
 	@echo "make test       lint, unit + statistical tests, every notebook at smoke, a book build check"
 	@echo "make reproduce  NB='01 05' PROFILE=paper|smoke: rerun chosen notebooks (all when NB is empty)"
-	@echo "make lint       ruff over the library, the tests, the benchmarks, the notebooks and the mutation suite"
+	@echo "make lint       ruff over the library, the book package, the tests, the benchmarks, the notebooks, the mutants"
 	@echo "make pdf        the book as a PDF (xelatex) from the executed notebooks -> _build/dpsco-companion.pdf"
 	@echo "                needs Debian's texlive-xetex latexmk texlive-latex-extra texlive-fonts-extra"
 	@echo "                fonts-freefont-otf xindy (apt-get install; not needed by any other target)"
@@ -36,15 +36,15 @@ help:
 	@echo "make lock       regenerate $(LOCK) (uv pip compile)"
 	@echo "make clean      remove _build, results and the result cache"
 
-$(STAMP): pyproject.toml $(if $(LOCKED),$(LOCK))
+$(STAMP): pyproject.toml book/pyproject.toml $(if $(LOCKED),$(LOCK))
 	@rm -f $(VENV)/.installed-*
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 ifdef LOCKED
 	$(BIN)/python -m pip install --quiet -r $(LOCK)
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m pip install --quiet --no-deps -e . -e ./book
 else
-	$(BIN)/python -m pip install --quiet -e '.[book,test,dist]'
+	$(BIN)/python -m pip install --quiet -e '.[book,test,dist]' -e ./book
 endif
 	@touch $@
 
@@ -58,7 +58,7 @@ reproduce: venv
 	$(BIN)/dpsco reproduce $(NB) --profile $(PROFILE) --jobs $(JOBS)
 
 lint: venv
-	$(BIN)/ruff check dpsco_lib tests notebooks mutation $(wildcard benchmarks)
+	$(BIN)/ruff check dpsco_lib book/dpsco_book tests notebooks mutation $(wildcard benchmarks)
 
 lock: venv
 	$(BIN)/python -m pip install --quiet uv

@@ -63,7 +63,7 @@ def test_notebook_page_says_how_to_cite_it(built_html, nb):
 def _book_extension():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("dpsco_book", ROOT / "book" / "_ext" / "dpsco_book.py")
+    spec = importlib.util.spec_from_file_location("dpsco_sphinx", ROOT / "book" / "_ext" / "dpsco_sphinx.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
