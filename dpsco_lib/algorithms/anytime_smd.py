@@ -59,12 +59,12 @@ from dpsco_lib.geometry.mirror import entropic_step_unchecked, entropic_step_wit
 from dpsco_lib.geometry.sets import LpBall, Simplex
 from dpsco_lib.geometry.sparsify import inverse_cdf_draws, maurey_counts
 from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike, get_accountant
 from dpsco_lib.privacy.accounting.budget import check_accountant, per_step_epsilon
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
 
 __all__ = [
-    "ACCOUNTANT",
     "REGIMES",
     "Alg5Params",
     "alg5_resample_steps",
@@ -74,7 +74,6 @@ __all__ = [
 ]
 
 REGIMES = ("first_order", "second_order")
-ACCOUNTANT = "best"  # the default: the tightest valid accountant (KOV15 / RDP / PLD, whichever certifies least)
 _EXPONENTS = {"first_order": 2.0 / 5.0, "second_order": 1.0 / 2.0}
 _MAX_K = 1_000_000
 
@@ -176,14 +175,13 @@ class Alg5Params:
 # ---------------------------------------------------------------------------------------------------------
 # the bound model (vectorized over parameter grids)
 # ---------------------------------------------------------------------------------------------------------
-# The accountant that prices the per-draw budget inside the design search (KOV costs O(k) per evaluation, PLD
-# seconds: a cheap valid accountant of similar tightness stands in; the run's eps0 is the chosen accountant's).
-_DESIGN_ACCOUNTANT = {"kov": "advanced", "pld": "rdp", "best": "rdp"}
-# Nodes per decade of the draw-count table of the design search.  RDP has no closed-form per-draw budget (each
-# node is a root solve over ~15 certificates, ~20 ms), so its table has 16 nodes per decade (log-log
-# interpolation, relative error ~2e-4; the same (T, K, tau, K') as 64 nodes at the sizes checked, n = 2e3..4e5);
-# the other design accountants keep 64.  Design only: the run's eps0 is exact.
-_PER_DECADE = {"rdp": 16}
+# The design search prices the per-draw budget with the chosen accountant's ``design_accountant`` (KOV costs
+# O(k) per evaluation, PLD seconds: a cheap valid accountant of similar tightness stands in; the run's eps0 is
+# the chosen accountant's).  Nodes per decade of the draw-count table of the design search: an accountant
+# without a closed-form per-draw budget (RDP: each node is a root solve over ~15 certificates, ~20 ms) gets 16
+# nodes per decade (log-log interpolation, relative error ~2e-4; the same (T, K, tau, K') as 64 nodes at the
+# sizes checked, n = 2e3..4e5); the others 64.  Design only: the run's eps0 is exact.
+_PER_DECADE_TABULATED = 16
 _PER_DECADE_DEFAULT = 64
 
 
@@ -196,8 +194,8 @@ def _eps0(epsilon: float, delta: float, n_draws: int, accountant: str) -> float:
 
 @lru_cache(maxsize=64)
 def _eps0_table(eps: float, delta: float, accountant: str, decades: int) -> tuple[np.ndarray, np.ndarray]:
-    """(log k, log eps0(k)) at :data:`_PER_DECADE` draw counts k per decade in [1, 10^decades] (budget path)."""
-    per = _PER_DECADE.get(accountant, _PER_DECADE_DEFAULT)
+    """(log k, log eps0(k)) at the design table's draw counts k per decade in [1, 10^decades] (budget path)."""
+    per = _PER_DECADE_DEFAULT if get_accountant(accountant).closed_form_inverse else _PER_DECADE_TABULATED
     ks = np.unique(np.round(np.logspace(0.0, decades, decades * per + 1)).astype(np.int64))
     e0 = np.array([_eps0(eps, delta, int(k), accountant) for k in ks])
     return np.log(ks.astype(np.float64)), np.log(e0)
@@ -210,7 +208,7 @@ def _eps0_model(eps: float, delta: float, N: np.ndarray, accountant: str) -> np.
     run's eps0 and cap are computed by ``per_step_epsilon`` at the chosen N."""
     N = np.asarray(N, dtype=np.float64)
     decades = max(1, math.ceil(math.log10(max(float(N.max()), 10.0))))
-    lk, le = _eps0_table(eps, delta, _DESIGN_ACCOUNTANT.get(accountant, accountant), decades)
+    lk, le = _eps0_table(eps, delta, get_accountant(accountant).design_accountant.name, decades)
     return np.exp(np.interp(np.log(N), lk, le))
 
 
@@ -299,7 +297,7 @@ def alg5_theory_params(
     L1: float,
     L2: float,
     regime: str,
-    accountant: str = ACCOUNTANT,
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     set_kind: str = "simplex",
     T: int | None = None,
     K: int | None = None,
@@ -362,7 +360,7 @@ def alg5_theory_params(
         Constants in the weights (L2 only enters the "second_order" regime).
     regime : {"first_order", "second_order"}
     accountant : str
-        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`.  Default ``"best"``, the tightest
+        One of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS`.  Default ``"best"``, the tightest
         valid accountant (the largest eps0, hence the largest cap); ``"advanced"`` is DRV10 (the default of
         earlier versions); ``"paper"`` is the rule of seed 001 Cor 3.6.
     set_kind : str
@@ -611,7 +609,7 @@ def run_anytime_smd_sco(
     tau: int | None = None,
     t0: int | None = None,
     step_size: float | None = None,
-    accountant: str = ACCOUNTANT,
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     enforce_privacy_cap: bool = True,
     trace: bool = False,
     _eta_multiplier: float = 1.0,
@@ -637,7 +635,7 @@ def run_anytime_smd_sco(
         Override the theory parameters (1 <= T <= n, K, K_out >= 1, 1 <= tau <= T, t0 >= 1,
         0 < step_size <= cap).
     accountant : str
-        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`: the accountant that calibrates the
+        One of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS`: the accountant that calibrates the
         per-draw budget.  Default ``"best"``, the tightest valid accountant; ``"advanced"`` is DRV10 (the default
         of earlier versions); ``"paper"`` is seed 001 Cor 3.6.
     enforce_privacy_cap : bool
@@ -690,7 +688,7 @@ def run_anytime_smd_sco_many(
     tau: int | None = None,
     t0: int | None = None,
     step_size: float | None = None,
-    accountant: str = ACCOUNTANT,
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     enforce_privacy_cap: bool = True,
     _eta_multiplier: float = 1.0,
 ) -> dict[str, Any]:

@@ -56,6 +56,7 @@ from dpsco_lib._validation import (
 )
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.privacy.accounting import PrivacyLedger, advanced_composition_epsilon
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike
 from dpsco_lib.privacy.accounting.budget import calibrate, check_accountant
 from dpsco_lib.privacy.accounting.events import DpEvent, SelfComposedEvent, SubsampledGaussianEvent
 from dpsco_lib.privacy.mechanisms import gaussian_epsilon_analytic
@@ -109,7 +110,7 @@ def run_dp_sgd(
     steps: int,
     clip: float,
     step_size: float,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     x0: np.ndarray | None = None,
     average: bool = True,
     trace: bool = False,
@@ -144,7 +145,7 @@ def run_dp_sgd(
     accountant : str
         The accountant that calibrates the noise (``"best"``, default: the tightest valid one, dp-accounting's
         PLD; ``"pld"``; ``"rdp"``: the moments accountant, the default of earlier versions). One of
-        :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS` that applies to subsampled Gaussian events.
+        :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS` that applies to subsampled Gaussian events.
     x0 : array (d,), optional
         Starting point (projected onto the feasible set); default the set's centre.
     average : bool
@@ -311,7 +312,7 @@ def dp_sgd_epsilons(
 
 
 def dp_sgd_noise_multiplier(
-    epsilon: float, *, delta: float, sampling_rate: float, steps: int, accountant: str = "best"
+    epsilon: float, *, delta: float, sampling_rate: float, steps: int, accountant: AccountantLike = DEFAULT_ACCOUNTANT
 ) -> float:
     """Smallest noise multiplier whose ``accountant`` certificate of the run's events is <= (epsilon, delta).
 

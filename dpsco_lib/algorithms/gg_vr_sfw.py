@@ -103,6 +103,7 @@ from dpsco_lib.algorithms.vr_sensitivity import vr_sensitivities
 from dpsco_lib.geometry.norms import dual_exponent, regularity_constant, smooth_dual_exponent
 from dpsco_lib.geometry.sets import LpBall
 from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, PAPER, AccountantLike, get_accountant
 from dpsco_lib.privacy.accounting.budget import calibrate, check_accountant
 from dpsco_lib.privacy.accounting.events import DpEvent, GeneralizedGaussianEvent, ParallelEvent, SelfComposedEvent
 from dpsco_lib.privacy.accounting.ledger import certify_events
@@ -111,7 +112,6 @@ from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
 
 __all__ = [
-    "GG_ACCOUNTANTS",
     "VARIANTS",
     "GgVrSfwParams",
     "gg_noise_multiplier",
@@ -121,9 +121,6 @@ __all__ = [
 ]
 
 VARIANTS = ("naive", "tree")
-
-
-GG_ACCOUNTANTS = ("paper", "rdp", "best")
 
 
 def _gg_event(multiplier: float, kappa: float, count: int, parts: int) -> DpEvent:
@@ -136,7 +133,7 @@ def _gg_event(multiplier: float, kappa: float, count: int, parts: int) -> DpEven
 
 @lru_cache(maxsize=1024)
 def gg_noise_multiplier(epsilon: float, delta: float, *, kappa: float, count: int = 1, parts: int = 0,
-                        accountant: str = "best") -> float:
+                        accountant: AccountantLike = DEFAULT_ACCOUNTANT) -> float:
     r"""Noise multiplier ``sigma/Delta`` of the GG releases of Spec F3 for a target (module docstring).
 
     Parameters
@@ -167,10 +164,11 @@ def gg_noise_multiplier(epsilon: float, delta: float, *, kappa: float, count: in
     parts = check_int(parts, "parts", lo=0)
     if parts and count != 1:
         raise ValueError(f"count must be 1 for a parallel (tree) event, got count={count}")
-    check_accountant(accountant)
-    if accountant not in GG_ACCOUNTANTS:
-        raise ValueError(f"accountant must be one of {GG_ACCOUNTANTS} for generalized Gaussian noise (the other "
-                         f"accountants do not apply to GG events), got {accountant!r}")
+    accountant = check_accountant(accountant)
+    if accountant != PAPER.name and not get_accountant(accountant).supports((GeneralizedGaussianEvent(1.0, kappa),),
+                                                                            delta):
+        raise ValueError(f"accountant must be 'paper' or one that supports generalized Gaussian events ('rdp', "
+                         f"'best'), got {accountant!r}")
     closed = math.sqrt(count) * gg_sigma_exact(1.0, epsilon=epsilon, delta=delta, kappa=kappa)
     if accountant == "paper":
         cert = certify_events((_gg_event(closed, kappa, count, parts),), delta, "rdp")
@@ -253,7 +251,7 @@ def gg_vr_sfw_theory_params(
     depth: int | None = None,
     step_size: float | None = None,
     step_constant: float = 1.0,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> GgVrSfwParams:
     r"""Hyperparameters of Spec F3 (BGN21) for either variant, the GG calibration and the rate bound.
 
@@ -295,7 +293,7 @@ def gg_vr_sfw_theory_params(
     D = check_positive(D, "D")
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    check_accountant(accountant)
+    accountant = check_accountant(accountant)
     q = dual_exponent(p)
     r = smooth_dual_exponent(p, d)
     kappa = regularity_constant(q, d)
@@ -698,7 +696,7 @@ def run_gg_vr_sfw(
     step_size: float | None = None,
     step_constant: float = 1.0,
     distance: str = "realized",
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
     _noise_multiplier: float = 1.0,
 ) -> Result:
@@ -765,7 +763,7 @@ def run_gg_vr_sfw_reference(
     step_size: float | None = None,
     step_constant: float = 1.0,
     distance: str = "realized",
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
     _noise_multiplier: float = 1.0,
 ) -> Result:

@@ -44,6 +44,7 @@ from dpsco_lib._validation import (
 )
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike, gaussian_accountant
 from dpsco_lib.privacy.accounting.budget import gaussian_noise_multiplier
 
 __all__ = [
@@ -115,7 +116,7 @@ def gaussian_mean_estimate(
     delta: float,
     rng: np.random.Generator,
     bound: float = 1.0,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> Result:
     r"""(eps, delta)-DP mean of data in :math:`[-B, B]^d` by the Gaussian mechanism (Spec D1).
 
@@ -131,6 +132,7 @@ def gaussian_mean_estimate(
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta, allow_zero=False)
     rng = check_rng(rng)
+    accountant = gaussian_accountant(accountant).name
     n, d = X.shape
     mean = X.mean(axis=0)
     sens = 2.0 * bound * math.sqrt(d) / n
@@ -144,7 +146,8 @@ def gaussian_mean_estimate(
 
 
 def mean_error_theory(
-    d: int, n: int, epsilon: float, delta: float = 0.0, bound: float = 1.0, *, accountant: str = "gdp"
+    d: int, n: int, epsilon: float, delta: float = 0.0, bound: float = 1.0, *,
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> float:
     r"""Root-mean-square :math:`\ell_2` privacy error of the D1 estimators (exact, not a bound).
 

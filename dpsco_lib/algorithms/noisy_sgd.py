@@ -62,7 +62,8 @@ from dpsco_lib._validation import check_bool, check_delta, check_epsilon, check_
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.geometry.norms import dual_exponent
 from dpsco_lib.privacy.accounting import PrivacyLedger
-from dpsco_lib.privacy.accounting.budget import check_accountant, gaussian_noise_multiplier
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike, gaussian_accountant
+from dpsco_lib.privacy.accounting.budget import gaussian_noise_multiplier
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
 
@@ -135,7 +136,7 @@ def noisy_sgd_theory_params(
     steps: int | None = None,
     batch_size: int | None = None,
     step_size: float | None = None,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> NoisySgdParams:
     r"""BFTT19 parameters of noisy SGD and the exact noise calibration for disjoint batches (Spec S2).
 
@@ -167,7 +168,7 @@ def noisy_sgd_theory_params(
     delta = check_delta(delta, allow_zero=False)
     L0_2 = check_positive(L0_2, "L0_2")
     D_2 = check_positive(D_2, "D_2")
-    accountant = check_accountant(accountant)
+    accountant = gaussian_accountant(accountant).name
     log_inv = math.log(1.0 / delta)
     if steps is None:
         T = max(1, min(n // 8, int(math.floor(n * n * epsilon * epsilon / (32.0 * d * log_inv)))))
@@ -202,7 +203,7 @@ def run_noisy_sgd(
     steps: int | None = None,
     batch_size: int | None = None,
     step_size: float | None = None,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
     _noise_multiplier: float = 1.0,
 ) -> Result:
@@ -244,7 +245,7 @@ def run_noisy_sgd(
     rng = check_rng(rng)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
-    accountant = check_accountant(accountant)
+    accountant = gaussian_accountant(accountant).name
     trace = check_bool(trace, "trace")
     noise_mult = check_positive(_noise_multiplier, "_noise_multiplier", allow_zero=True)
     data = problem.validate_data(data)

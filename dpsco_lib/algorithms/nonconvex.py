@@ -68,6 +68,7 @@ from dpsco_lib.algorithms._result import Result
 from dpsco_lib.algorithms.vr_sensitivity import vr_sensitivities
 from dpsco_lib.geometry.sets import LpBall, Simplex, project_l1_ball, project_simplex, vertex_oracle
 from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike, gaussian_accountant
 from dpsco_lib.privacy.accounting.budget import (
     calibrate,
     check_accountant,
@@ -246,7 +247,7 @@ def vr_fw_nonconvex_theory_params(
     step_size: float | None = None,
     steps_constant: float = 1.0,
     step_constant: float = 1.0,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> VrFwNonconvexParams:
     r"""Parameters of the nonconvex private VR Frank-Wolfe and its bound (Spec N1).
 
@@ -338,7 +339,7 @@ def run_private_vr_fw_nonconvex(
     step_size: float | None = None,
     steps_constant: float = 1.0,
     step_constant: float = 1.0,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
     _noise_multiplier: float = 1.0,
 ) -> Result:
@@ -608,7 +609,7 @@ def proximal_weakly_convex_theory_params(
     inner_steps: int | None = None,
     inner_constant: float = 1.0,
     beta: float | None = None,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> ProximalWeaklyConvexParams:
     r"""Parameters of the private proximal method for weakly convex losses (Spec N1): minimizers of its bound.
 
@@ -633,7 +634,7 @@ def proximal_weakly_convex_theory_params(
     L0 = check_positive(L0, "L0")
     rho = check_positive(rho, "rho")
     D = check_positive(D, "D")
-    accountant = check_accountant(accountant)
+    accountant = gaussian_accountant(accountant).name
     beta = 2.0 * rho if beta is None else check_positive(beta, "beta")
     if beta <= rho:
         raise ValueError(f"beta must exceed rho = {rho!r} (strongly convex subproblems), got beta={beta!r}")
@@ -683,7 +684,7 @@ def run_private_proximal_weakly_convex(
     inner_steps: int | None = None,
     inner_constant: float = 1.0,
     beta: float | None = None,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
     _noise_multiplier: float = 1.0,
 ) -> Result:
@@ -729,7 +730,7 @@ def run_private_proximal_weakly_convex(
     rng = check_rng(rng)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
-    accountant = check_accountant(accountant)
+    accountant = gaussian_accountant(accountant).name
     trace = check_bool(trace, "trace")
     noise_mult = check_positive(_noise_multiplier, "_noise_multiplier")
     L0, rho, D = _weakly_convex_constants(problem)

@@ -140,6 +140,7 @@ from dpsco_lib.algorithms._result import Result
 from dpsco_lib.algorithms.vr_sensitivity import vr_sensitivities
 from dpsco_lib.geometry.sets import LpBall, Simplex, vertex_oracle
 from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike
 from dpsco_lib.privacy.accounting.budget import check_accountant, per_step_epsilon
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
@@ -318,7 +319,7 @@ def poly_sfw_theory_params(
     *,
     step_constant: float | str = "auto",
     step_size: float | None = None,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> PolySfwParams:
     r"""Hyperparameters of Poly-SFW fixed by the theorem (Spec F1; BGN21), and its rate bound.
 
@@ -409,7 +410,7 @@ def _setup(problem: Problem, data: Dataset | DataStream, epsilon: float, delta: 
     check_rng(rng)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
-    check_accountant(accountant)
+    accountant = check_accountant(accountant)
     check_bool(trace, "trace")
     noise_mult = check_positive(noise_multiplier, "_noise_multiplier")
     fset = problem.feasible_set
@@ -675,7 +676,7 @@ def run_poly_sfw(
     rng: np.random.Generator,
     step_constant: float | str = "auto",
     step_size: float | None = None,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
     _noise_multiplier: float = 1.0,
 ) -> Result:
@@ -747,7 +748,7 @@ def run_poly_sfw_reference(
     rng: np.random.Generator,
     step_constant: float | str = "auto",
     step_size: float | None = None,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
     _noise_multiplier: float = 1.0,
 ) -> Result:

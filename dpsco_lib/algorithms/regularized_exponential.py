@@ -82,7 +82,8 @@ from dpsco_lib.algorithms.samplers import (
 )
 from dpsco_lib.geometry.sets import FeasibleSet
 from dpsco_lib.privacy.accounting import PrivacyLedger
-from dpsco_lib.privacy.accounting.budget import check_accountant, gaussian_noise_multiplier
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike, gaussian_accountant
+from dpsco_lib.privacy.accounting.budget import gaussian_noise_multiplier
 from dpsco_lib.problems.lecture import (
     LinearLossProblem,
     LogisticRegressionProblem,
@@ -142,7 +143,7 @@ def regularized_exp_mu_gdp(*, n: int, G: float, k: float, mu: float) -> float:
     return 2.0 * G * math.sqrt(k) / (n * math.sqrt(mu))
 
 
-def gdp_mu_star(epsilon: float, *, delta: float, accountant: str = "gdp") -> float:
+def gdp_mu_star(epsilon: float, *, delta: float, accountant: AccountantLike = DEFAULT_ACCOUNTANT) -> float:
     r"""The largest GDP parameter :math:`\mu^\star` whose mechanism is certified (eps, delta)-DP. Spec R1.
 
     A :math:`\mu`-GDP mechanism is recorded as the Gaussian event with noise multiplier :math:`1/\mu` (module
@@ -183,7 +184,7 @@ def regularized_exp_theory_params(
     delta: float,
     *,
     radius: float | None = None,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> RegularizedExpParams:
     r"""(k, mu) for a target (eps, delta) (Spec R1, R2).
 
@@ -324,16 +325,9 @@ def sample_regularized_exponential(
 # ---------------------------------------------------------------------------------------------------------
 
 
-_GAUSSIAN_ACCOUNTANTS = ("gdp", "best", "rdp", "pld")
-
-
 def _gaussian_accountant(accountant: Any) -> str:
-    """Validate ``accountant`` for a mu-GDP / Gaussian guarantee: one of gdp, best, rdp, pld."""
-    accountant = check_accountant(accountant)
-    if accountant not in _GAUSSIAN_ACCOUNTANTS:
-        raise ValueError(f"accountant must be one of {_GAUSSIAN_ACCOUNTANTS} for this Gaussian-DP mechanism, "
-                         f"got {accountant!r}")
-    return accountant
+    """The name of the accountant that certifies this mu-GDP / Gaussian guarantee (``"best"`` is GDP, exact)."""
+    return gaussian_accountant(accountant).name
 
 
 def _n_records(data: Any) -> int:
@@ -350,7 +344,7 @@ def run_regularized_exponential_mechanism(
     k: float | None = None,
     mu: float | None = None,
     sampler_delta_fraction: float = 0.01,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> Result:
     r"""Run the regularized exponential mechanism at a target (eps, delta) (Spec R1, R2; GLL22).
 
@@ -502,7 +496,7 @@ def _noisy_gd_params(T: int, sigma: float, n: int, d: int, G: float, D: float) -
 
 def noisy_gd_theory_params(
     n: int, d: int, G: float, D: float, epsilon: float, delta: float, *, n_steps: int | None = None,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> NoisyGDParams:
     r"""Full-batch noisy projected gradient descent at a target (eps, delta) (Spec R2 baseline).
 
@@ -540,7 +534,7 @@ def run_noisy_gradient_descent(
     delta: float,
     rng: np.random.Generator,
     n_steps: int | None = None,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> Result:
     """Noisy projected full-batch gradient descent with the averaged iterate (see :func:`noisy_gd_theory_params`).
 
@@ -556,6 +550,7 @@ def run_noisy_gradient_descent(
     rng = check_rng(rng)
     K = problem.feasible_set
     G, D, d = problem.lipschitz, K.diameter(2.0), problem.d
+    accountant = _gaussian_accountant(accountant)
     tp = noisy_gd_theory_params(_n_records(data), d, G, D, epsilon, delta, n_steps=n_steps, accountant=accountant)
     T, sigma, s, step = tp.T, tp.noise_multiplier, tp.noise_std, tp.step_size
     x = K.project(K.center()[None, :])

@@ -95,6 +95,7 @@ from dpsco_lib.algorithms._result import Result
 from dpsco_lib.geometry.norms import lp_norm
 from dpsco_lib.geometry.sets import vertex_oracle
 from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike
 from dpsco_lib.privacy.accounting.budget import check_accountant, parallel_per_step_epsilons
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
@@ -208,7 +209,9 @@ def tree_ledger(depth_epsilons: np.ndarray, *, depth: int) -> PrivacyLedger:
     return PrivacyLedger.parallel(*parts, label="disjoint tree batches (Spec F2): worst depth")
 
 
-def tree_depth_epsilons(epsilon: float, *, delta: float, depth: int, accountant: str = "best") -> np.ndarray:
+def tree_depth_epsilons(
+    epsilon: float, *, delta: float, depth: int, accountant: AccountantLike = DEFAULT_ACCOUNTANT
+) -> np.ndarray:
     r"""Per-depth per-selection budgets ``eps_j``, ``j = 0..k``, of the tree of Spec F2 (module docstring).
 
     Depth ``j`` runs ``m_j = 2^(k - j)`` selections per record; the budgets are
@@ -287,7 +290,7 @@ def vr_frank_wolfe_theory_params(
     depth: int | None = None,
     batch_size: int | None = None,
     step_size: float | None = None,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> VrFrankWolfeParams:
     r"""Hyperparameters of the private VR Frank-Wolfe of Spec F2 (AFKT21) and its rate bound.
 
@@ -410,7 +413,7 @@ def _setup(problem: Problem, data: Dataset, epsilon: float, delta: float, rng: A
     check_rng(rng)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
-    check_accountant(accountant)
+    accountant = check_accountant(accountant)
     check_bool(trace, "trace")
     noise_mult = check_positive(noise_multiplier, "_noise_multiplier")
     if distance not in DISTANCES:
@@ -491,7 +494,7 @@ def run_private_vr_frank_wolfe(
     batch_size: int | None = None,
     step_size: float | None = None,
     distance: str = "realized",
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
     _noise_multiplier: float = 1.0,
 ) -> Result:
