@@ -63,6 +63,7 @@ from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, Account
 from dpsco_lib.privacy.accounting.budget import check_accountant, per_step_epsilon
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.testing import step_scale
 
 __all__ = [
     "REGIMES",
@@ -588,7 +589,7 @@ def _check_inputs(problem: Any, data: Any, epsilon: Any, delta: Any, accountant:
     eps, dl = check_epsilon(epsilon), check_delta(delta, allow_zero=False)
     accountant = check_accountant(accountant)
     rng = check_rng(rng)
-    mult = check_positive(mult, "_eta_multiplier")
+    mult = check_positive(mult, "step_scale()")
     _geometry(problem)
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a dpsco_lib.problems.Dataset, got {type(data).__name__}")
@@ -612,7 +613,6 @@ def run_anytime_smd_sco(
     accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     enforce_privacy_cap: bool = True,
     trace: bool = False,
-    _eta_multiplier: float = 1.0,
 ) -> Result:
     r"""Algorithm 5 of [GGP24]: (eps, delta)-DP anytime online-to-batch exponentiated gradient (Spec A5, Thm 4.2).
 
@@ -644,9 +644,6 @@ def run_anytime_smd_sco(
         Store ``alpha``, ``redraw_steps``, ``log_w`` (T+1, |V|), ``x_avg`` (T+1, |V|; x_1..x_{T+1}),
         ``grad_weights`` (T, |V|), ``x_tilde_weights`` and ``output_counts`` in ``result.trace`` (memory
         O(T |V|); the non-released ``x_avg`` is for tests and diagnostics only).
-    _eta_multiplier : float
-        Private test hook: the sampler uses ``eta * _eta_multiplier`` while the ledger keeps the certified
-        ``eta`` (``2.0`` is the deliberately broken variant the audits must catch); never pass it otherwise.
 
     Returns
     -------
@@ -655,7 +652,7 @@ def run_anytime_smd_sco(
         ``result.certified_epsilon(delta)``); info with the target and the accountant.
     """
     data, eps, dl, accountant, rng, mult = _check_inputs(problem, data, epsilon, delta, accountant, rng,
-                                                          _eta_multiplier)
+                                                          step_scale())
     trace = check_bool(trace, "trace")
     prm, r = _resolve(problem, data.n, eps, dl, regime, accountant, _hyper(T, K, K_out, tau, t0, step_size),
                       enforce_privacy_cap)
@@ -690,7 +687,6 @@ def run_anytime_smd_sco_many(
     step_size: float | None = None,
     accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     enforce_privacy_cap: bool = True,
-    _eta_multiplier: float = 1.0,
 ) -> dict[str, Any]:
     """``n_runs`` independent runs of Algorithm 5 on the same data (for audits; Spec A5).
 
@@ -700,7 +696,7 @@ def run_anytime_smd_sco_many(
     Memory O(n_runs |V|).
     """
     data, eps, dl, accountant, rng, mult = _check_inputs(problem, data, epsilon, delta, accountant, rng,
-                                                          _eta_multiplier)
+                                                          step_scale())
     n_runs = check_int(n_runs, "n_runs", lo=1)
     prm, r = _resolve(problem, data.n, eps, dl, regime, accountant, _hyper(T, K, K_out, tau, t0, step_size),
                       enforce_privacy_cap)

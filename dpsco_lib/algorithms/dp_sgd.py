@@ -62,6 +62,7 @@ from dpsco_lib.privacy.accounting.events import DpEvent, SelfComposedEvent, Subs
 from dpsco_lib.privacy.mechanisms import gaussian_epsilon_analytic
 from dpsco_lib.problems.base import Problem, SaddleProblem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.testing import noise_scale
 
 __all__ = [
     "clip_rows",
@@ -116,7 +117,6 @@ def run_dp_sgd(
     trace: bool = False,
     trace_every: int = 1,
     normalizer: float | None = None,
-    _noise_factor: float = 1.0,
 ) -> Result:
     r"""DP-SGD with Poisson subsampling, per-sample clipping and projection (Spec D4; ACGMMTZ16).
 
@@ -158,9 +158,6 @@ def run_dp_sgd(
         The public constant dividing the noisy clipped sum; default the expected batch size :math:`qn`
         (treating ``n`` as public, as standard DP-SGD implementations do). Under add/remove-one neighbours
         with ``n`` private, pass a fixed value: then the step is exactly the subsampled Gaussian mechanism.
-    _noise_factor : float
-        Private test hook: multiplies the noise while the ledger keeps the calibrated multiplier (the canary
-        audit's broken variant). Never pass it otherwise.
 
     Returns
     -------
@@ -180,7 +177,7 @@ def run_dp_sgd(
     average = check_bool(average, "average")
     trace = check_bool(trace, "trace")
     trace_every = check_int(trace_every, "trace_every", lo=1)
-    factor = check_positive(_noise_factor, "_noise_factor")
+    factor = check_positive(noise_scale(), "noise_scale()")
     data = problem.validate_data(data)
     n = data.n
     x = _start(problem, x0)

@@ -110,6 +110,7 @@ from dpsco_lib.privacy.accounting.ledger import certify_events
 from dpsco_lib.privacy.mechanisms import generalized_gaussian_noise, gg_sigma_exact
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.testing import noise_scale
 
 __all__ = [
     "VARIANTS",
@@ -478,7 +479,7 @@ def _setup(problem: Problem, data: Dataset, epsilon: float, delta: float, rng: A
     check_rng(rng)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
-    noise_mult = check_positive(hyper["_noise_multiplier"], "_noise_multiplier")
+    noise_mult = check_positive(noise_scale(), "noise_scale()")
     check_bool(hyper["trace"], "trace")
     if hyper["variant"] not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {hyper['variant']!r}")
@@ -698,7 +699,6 @@ def run_gg_vr_sfw(
     distance: str = "realized",
     accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
-    _noise_multiplier: float = 1.0,
 ) -> Result:
     r"""Noisy variance-reduced SFW with GG noise (Spec F3; BGN21), ``(epsilon, delta)``-DP, ``1 < p <= 2``.
 
@@ -727,9 +727,6 @@ def run_gg_vr_sfw(
     trace : bool
         Record the per-step noise norms ``||Z_t||_q``, sensitivities, step sizes and the noisy estimates that the
         linear minimization sees (``estimate``, shape ``(steps, d)``).
-    _noise_multiplier : float
-        Private test hook: multiplies every GG scale while the ledger keeps the certified budget (privacy tests
-        use ``0.5`` for a deliberately broken variant). Never pass it otherwise.
 
     Returns
     -------
@@ -739,8 +736,7 @@ def run_gg_vr_sfw(
         ``private_error`` (``D sum_t w_t ||Z_t||_q``) and the maximal noise scale.
     """
     hyper = {"variant": variant, "batch_size": batch_size, "depth": depth, "step_size": step_size,
-             "step_constant": step_constant, "distance": distance, "accountant": accountant, "trace": trace,
-             "_noise_multiplier": _noise_multiplier}
+             "step_constant": step_constant, "distance": distance, "accountant": accountant, "trace": trace}
     st = _setup(problem, data, epsilon, delta, rng, hyper)
     if variant == "naive":
         q, radius = st.params.q, st.fset.radius
@@ -765,13 +761,11 @@ def run_gg_vr_sfw_reference(
     distance: str = "realized",
     accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
-    _noise_multiplier: float = 1.0,
 ) -> Result:
     """:func:`run_gg_vr_sfw` as plain loops with the textbook ``l_q`` norm and linear minimization: the readable
     reference (same signature, same output bits; the tests compare the two)."""
     hyper = {"variant": variant, "batch_size": batch_size, "depth": depth, "step_size": step_size,
-             "step_constant": step_constant, "distance": distance, "accountant": accountant, "trace": trace,
-             "_noise_multiplier": _noise_multiplier}
+             "step_constant": step_constant, "distance": distance, "accountant": accountant, "trace": trace}
     st = _setup(problem, data, epsilon, delta, rng, hyper)
     if variant == "naive":
         q, radius = st.params.q, st.fset.radius

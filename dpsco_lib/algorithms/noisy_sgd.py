@@ -66,6 +66,7 @@ from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, Account
 from dpsco_lib.privacy.accounting.budget import gaussian_noise_multiplier
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.testing import noise_scale
 
 __all__ = ["NoisySgdParams", "l2_constants", "noisy_sgd_theory_params", "run_noisy_sgd"]
 
@@ -205,7 +206,6 @@ def run_noisy_sgd(
     step_size: float | None = None,
     accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
-    _noise_multiplier: float = 1.0,
 ) -> Result:
     r"""Projected noisy mini-batch SGD in l2 (Spec S2; BFTT19), ``(epsilon, delta)``-DP under replace-one.
 
@@ -229,10 +229,6 @@ def run_noisy_sgd(
         or ``"best"`` (the tightest valid accountant; GDP for these Gaussian events), ``"rdp"``, ``"pld"``.
     trace : bool
         Record the running iterate average at the end of each epoch (``x_avg_epoch``, shape (E, d)).
-    _noise_multiplier : float
-        Test hook: scales the Gaussian noise actually drawn (``0``: the same iterations without noise, the
-        non-private reference of notebook 05); the ledger is unchanged, so any value other than 1 voids the
-        certificate.
 
     Returns
     -------
@@ -247,7 +243,7 @@ def run_noisy_sgd(
     delta = check_delta(delta, allow_zero=False)
     accountant = gaussian_accountant(accountant).name
     trace = check_bool(trace, "trace")
-    noise_mult = check_positive(_noise_multiplier, "_noise_multiplier", allow_zero=True)
+    noise_mult = check_positive(noise_scale(), "noise_scale()", allow_zero=True)
     data = problem.validate_data(data)
     n, d = data.n, problem.d
     L0_2, D_2 = l2_constants(problem)

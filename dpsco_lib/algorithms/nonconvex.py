@@ -78,6 +78,7 @@ from dpsco_lib.privacy.accounting.budget import (
 from dpsco_lib.privacy.accounting.events import DpEvent, GaussianEvent, ParallelEvent, SelfComposedEvent
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.testing import noise_scale
 
 __all__ = [
     "ProximalWeaklyConvexParams",
@@ -341,7 +342,6 @@ def run_private_vr_fw_nonconvex(
     step_constant: float = 1.0,
     accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
-    _noise_multiplier: float = 1.0,
 ) -> Result:
     r"""Private variance-reduced Frank-Wolfe for smooth nonconvex losses (Spec N1; BGM21); ``(eps, delta)``-DP.
 
@@ -374,9 +374,6 @@ def run_private_vr_fw_nonconvex(
         ``budget="closed_form"``).
     trace : bool
         Record the selected vertices and the Laplace scales (``fw_iterates`` replays the iterates).
-    _noise_multiplier : float
-        Private test hook: multiplies the Laplace scales while the ledger keeps the certified budget (the
-        canary test uses 0.5 as a broken variant). Never pass it otherwise.
 
     Returns
     -------
@@ -390,7 +387,7 @@ def run_private_vr_fw_nonconvex(
     delta = check_delta(delta)
     accountant = check_accountant(accountant)
     trace = check_bool(trace, "trace")
-    noise_mult = check_positive(_noise_multiplier, "_noise_multiplier")
+    noise_mult = check_positive(noise_scale(), "noise_scale()")
     data = problem.validate_data(data)
     n = data.n
     if n < 4:
@@ -686,7 +683,6 @@ def run_private_proximal_weakly_convex(
     beta: float | None = None,
     accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
-    _noise_multiplier: float = 1.0,
 ) -> Result:
     r"""Private proximal-point method for weakly convex (possibly nonsmooth) losses (Spec N1; BGM21).
 
@@ -718,8 +714,6 @@ def run_private_proximal_weakly_convex(
         ``"best"`` (the tightest valid accountant, GDP here), ``"rdp"``.
     trace : bool
         Record the outer iterates ``x_0, ..., x_T`` (``(T + 1, d)``).
-    _noise_multiplier : float
-        Private test hook: multiplies the noise while the ledger keeps the certified budget. Never pass it.
 
     Returns
     -------
@@ -732,7 +726,7 @@ def run_private_proximal_weakly_convex(
     delta = check_delta(delta, allow_zero=False)
     accountant = gaussian_accountant(accountant).name
     trace = check_bool(trace, "trace")
-    noise_mult = check_positive(_noise_multiplier, "_noise_multiplier")
+    noise_mult = check_positive(noise_scale(), "noise_scale()")
     L0, rho, D = _weakly_convex_constants(problem)
     data = problem.validate_data(data)
     n = data.n

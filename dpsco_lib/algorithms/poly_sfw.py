@@ -146,6 +146,7 @@ from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.least_squares import row_grad_oracle
 from dpsco_lib.problems.stream import DataStream
+from dpsco_lib.testing import noise_scale
 
 __all__ = [
     "PolySfwParams",
@@ -412,7 +413,7 @@ def _setup(problem: Problem, data: Dataset | DataStream, epsilon: float, delta: 
     delta = check_delta(delta)
     accountant = check_accountant(accountant)
     check_bool(trace, "trace")
-    noise_mult = check_positive(noise_multiplier, "_noise_multiplier")
+    noise_mult = check_positive(noise_multiplier, "noise_scale()")
     fset = problem.feasible_set
     if not isinstance(fset, Simplex) and not (isinstance(fset, LpBall) and fset.p == 1.0) and \
             not hasattr(fset, "vertices"):
@@ -678,7 +679,6 @@ def run_poly_sfw(
     step_size: float | None = None,
     accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
-    _noise_multiplier: float = 1.0,
 ) -> Result:
     r"""Run Poly-SFW (Spec F1; Bassily-Guzmán-Nandi 2021) on ``data``; ``(epsilon, delta)``-DP.
 
@@ -722,10 +722,6 @@ def run_poly_sfw(
         ``"kov"``, ``"rdp"``, ``"pld"``, ``"basic"`` or ``"paper"`` (module docstring).
     trace : bool
         Record the selected vertex indices, the Laplace scales and the iterate at ~40 log-spaced steps.
-    _noise_multiplier : float
-        Private test hook: multiplies every Laplace scale while the ledger keeps the certified budget.
-        Only the privacy tests use it (``0.5`` builds a deliberately broken variant that audits must
-        catch); never pass it otherwise.
 
     Returns
     -------
@@ -734,7 +730,7 @@ def run_poly_sfw(
         with ``T + 1`` pure ``eps0`` steps (``result.certified_epsilon(delta) <= epsilon``); ``info`` with the
         sensitivity profile and the number of gradient evaluations.
     """
-    st = _setup(problem, data, epsilon, delta, rng, step_constant, step_size, accountant, trace, _noise_multiplier)
+    st = _setup(problem, data, epsilon, delta, rng, step_constant, step_size, accountant, trace, noise_scale())
     x, selected, snap_t, snap_x = _fast_loop(problem, st, rng, trace)
     return _result(problem, st, x, selected, snap_t, snap_x, trace)
 
@@ -750,7 +746,6 @@ def run_poly_sfw_reference(
     step_size: float | None = None,
     accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
-    _noise_multiplier: float = 1.0,
 ) -> Result:
     """:func:`run_poly_sfw` written as a plain loop: the readable reference (same signature, same output bits).
 
@@ -761,7 +756,7 @@ def run_poly_sfw_reference(
     """
     if isinstance(data, DataStream):
         raise ValueError("data must be a Dataset for the reference loop, got a DataStream (use its materialize())")
-    st = _setup(problem, data, epsilon, delta, rng, step_constant, step_size, accountant, trace, _noise_multiplier)
+    st = _setup(problem, data, epsilon, delta, rng, step_constant, step_size, accountant, trace, noise_scale())
     T, m, eta = st.params.T, st.params.batch_size, st.params.step_size
     checkpoints = _checkpoints(T, trace)
     snap_t: list[int] = []

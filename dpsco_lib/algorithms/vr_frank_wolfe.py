@@ -99,6 +99,7 @@ from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, Account
 from dpsco_lib.privacy.accounting.budget import check_accountant, parallel_per_step_epsilons
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.testing import noise_scale
 
 __all__ = [
     "DISTANCES",
@@ -415,7 +416,7 @@ def _setup(problem: Problem, data: Dataset, epsilon: float, delta: float, rng: A
     delta = check_delta(delta)
     accountant = check_accountant(accountant)
     check_bool(trace, "trace")
-    noise_mult = check_positive(noise_multiplier, "_noise_multiplier")
+    noise_mult = check_positive(noise_multiplier, "noise_scale()")
     if distance not in DISTANCES:
         raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}")
     try:
@@ -496,7 +497,6 @@ def run_private_vr_frank_wolfe(
     distance: str = "realized",
     accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
-    _noise_multiplier: float = 1.0,
 ) -> Result:
     r"""Private variance-reduced Frank-Wolfe with tree-structured batches (Spec F2; AFKT21); ``(eps, delta)``-DP.
 
@@ -528,9 +528,6 @@ def run_private_vr_frank_wolfe(
         ``"basic"`` (module docstring; ``"paper"`` raises ``ValueError``: no closed form for the tree).
     trace : bool
         Record the selected vertices and the Laplace scale of every leaf.
-    _noise_multiplier : float
-        Private test hook: multiplies every Laplace scale while the ledger keeps the certified budget (the
-        privacy tests use ``0.5`` to build a broken variant that audits must catch). Never pass it otherwise.
 
     Returns
     -------
@@ -543,7 +540,7 @@ def run_private_vr_frank_wolfe(
         ``D ||Z||_q``, Spec F3) and gradient-evaluation counts.
     """
     st = _setup(problem, data, epsilon, delta, rng, depth, batch_size, step_size, accountant, distance, trace,
-                _noise_multiplier)
+                noise_scale())
     out = _tree_loop(problem, st, rng, distance)
     prm, scales = st.params, out["scales"]
     w = fw_weights(st.etas)
