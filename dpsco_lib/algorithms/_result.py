@@ -1,4 +1,4 @@
-"""The common return type of every ``run_<name>`` algorithm (DESIGN.md section 3)."""
+"""The common return type of every ``run_<name>`` algorithm."""
 
 from __future__ import annotations
 

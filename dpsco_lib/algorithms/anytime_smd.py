@@ -6,7 +6,7 @@ Delta_d or the l1 ball r B_1^d.  The l1 ball is handled through its vertex repre
 V = (r e_1, ..., r e_d, -r e_1, ..., -r e_d) and w in Delta_{2d}; in the weights the constants become
 (r L0, r^2 L1, r^3 L2), and the gradient is V grad f(V^T w) = r (g, -g).
 
-Algorithm 5 (seed 001, Section 4; parameters T, K, K', t0, tau, eta).  Disjoint batches B_1, ..., B_T of
+Algorithm 5 ([GGP24] Section 4; parameters T, K, K', t0, tau, eta).  Disjoint batches B_1, ..., B_T of
 size B = floor(n/T) (records beyond T B are unused); weights alpha_t = t, A_t = t (t + 1)/2; w_1 uniform.
 For t = 1..T:
 
@@ -33,8 +33,8 @@ draws at t = 1 come from the uniform w_1 and cost nothing; the other K (n_resamp
 K' output draws, N in total, compose adaptively.  The per-draw budget eps0 comes from the one calibration
 path, :func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon` (N exponential-mechanism events, the events
 the run records), with the accountant ``accountant=`` (default ``"best"``: the tightest valid accountant, for
-these draws the RDP of the exponential mechanism as a bounded-range mechanism; ``"advanced"``: DRV10, the
-default of earlier versions; ``"paper"``: the rule of seed 001 Cor 3.6); the step size is capped
+these draws the RDP of the exponential mechanism as a bounded-range mechanism; ``"advanced"``: DRV10;
+``"paper"``: the rule of GGP24 Cor 3.6); the step size is capped
 by eta <= eta_cap = eps0 B/(4 T L0) and the ledger, the only certificate, records the N draws actually made
 at eps_draw.  The bound is conservative: alpha_r <= alpha_T for the batch r of the changed
 record, and the mixture with earlier (unaffected) w_s only dilutes the change.
@@ -362,8 +362,8 @@ def alg5_theory_params(
     regime : {"first_order", "second_order"}
     accountant : str
         One of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS`.  Default ``"best"``, the tightest
-        valid accountant (the largest eps0, hence the largest cap); ``"advanced"`` is DRV10 (the default of
-        earlier versions); ``"paper"`` is the rule of seed 001 Cor 3.6.
+        valid accountant (the largest eps0, hence the largest cap); ``"advanced"`` is DRV10;
+        ``"paper"`` is the rule of GGP24 Cor 3.6.
     set_kind : str
         Label stored in the result ("simplex" or "l1_ball").
     T, K, K_out, tau, t0, step_size : optional
@@ -636,8 +636,8 @@ def run_anytime_smd_sco(
         0 < step_size <= cap).
     accountant : str
         One of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS`: the accountant that calibrates the
-        per-draw budget.  Default ``"best"``, the tightest valid accountant; ``"advanced"`` is DRV10 (the default
-        of earlier versions); ``"paper"`` is seed 001 Cor 3.6.
+        per-draw budget.  Default ``"best"``, the tightest valid accountant; ``"advanced"`` is DRV10;
+        ``"paper"`` is GGP24 Cor 3.6.
     enforce_privacy_cap : bool
         If False a step size above the cap is accepted; the ledger records the larger per-draw epsilon.
     trace : bool

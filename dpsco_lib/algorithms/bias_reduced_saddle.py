@@ -1,5 +1,5 @@
 r"""Algorithms 2 and 3 of [GGP24]: the bias-reduced vertex-sampling gradient oracle and private SMD with
-bias-reduced sampling and a random stopping time (Spec A2, A3; seed 001, Section 3.2).
+bias-reduced sampling and a random stopping time (Spec A2, A3; [GGP24] Section 3.2).
 
 Setting: the l1 setting of Spec A1, min_{x in Delta_dx} max_{y in Delta_dy} F(x, y) = E_z f(x, y; z),
 ||grad_x f||_inf, ||grad_y f||_inf <= L0, L1-smooth w.r.t. ||.||_1, and (for the bias bound) second-order smooth
@@ -30,7 +30,7 @@ y_t (Line 8 of the paper's Algorithm 3); the output is the average over the exec
 estimates.  The loop is a ``while`` loop with a *random stopping time*: before step t runs, its level N_t is
 drawn (independently of the data); the step is executed only if its B_{N_t} records are still available and the
 fully adaptive composition filter (WRRW23, :class:`~dpsco_lib.privacy.accounting.AdvancedCompositionFilter`,
-seed 001 Thm 3.5) admits all of its 2 (2^{N_t+1} K + n_out) vertex draws; otherwise the run stops.
+WRRW23 as stated in GGP24 Thm 3.5) admits all of its 2 (2^{N_t+1} K + n_out) vertex draws; otherwise the run stops.
 
 Privacy (Prop 3.17, derived here for the replace-one relation).  Unrolling the entropic steps,
 log x_t(i) = u_i - logsumexp(u) with u_i = -eta sum_{s<t} G^x_s(i), so every vertex draw of step t is an
@@ -542,7 +542,7 @@ def alg3_theory_params(
 ) -> Alg3Params:
     r"""K, N_max, B, eta (``step_size``) of Algorithm 3 for the rate of Thm 3.14 [GGP24] (Spec A3, Prop 3.17).
 
-    Derivation (constants made explicit where the seed lost them).  Let l = log dx + log dy, d = max(dx, dy),
+    Derivation (constants made explicit where the paper leaves them out).  Let l = log dx + log dy, d = max(dx, dy),
     Z = 2 - 2^{-N_max}, w_N = 1 + 2/p_N.
 
     1. Oracle (Lemma 3.15).  Bias: E G = E grad f(x~_{2^{N_max+1} K}), so by Cor 2.4 the bias is at most

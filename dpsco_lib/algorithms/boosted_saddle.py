@@ -4,7 +4,7 @@ Problem (the l1 setting of Spec A1): min_{x in X} max_{y in Delta_dy} F(x, y) = 
 convex-concave and L0-Lipschitz w.r.t. ||x||_p + ||y||_1 (gradients in the dual norms), X a polytope
 (a simplex in the paper).  Gap(x, y) = max_y' F(x, y') - min_x' F(x', y).
 
-Algorithm 4 (seed 001, Section 3.3).  The n records are cut, *by position* (a data-independent partition),
+Algorithm 4 ([GGP24] Section 3.3).  The n records are cut, *by position* (a data-independent partition),
 into 3k + 1 disjoint parts:
 
 1. candidates: parts S_1, ..., S_k of n_c records each; (x^i, y^i) = inner(S_i) where ``inner`` is an

@@ -56,8 +56,8 @@ after FW weighting, so ``O(sqrt(kappa/n) + kappa sqrt d/(eps n))`` up to ``log n
 
 *Calibration* (``accountant=``). ``"best"`` (the default; the tightest valid accountant, for GG events RDP) or
 ``"rdp"``: :func:`~dpsco_lib.privacy.accounting.budget.calibrate` over the recorded events, about 15% less noise
-than ``"paper"`` (the ledger's RDP conversion is tighter than the closed form). ``"paper"`` (the default of
-earlier versions): the closed form of the standard RDP conversion (Mironov 2017 at the optimal order),
+than ``"paper"`` (the ledger's RDP conversion is tighter than the closed form). ``"paper"``:
+the closed form of the standard RDP conversion (Mironov 2017 at the optimal order),
 ``mult = sqrt(K) sigma_1`` with ``sigma_1 = sqrt(2 kappa (ln(1/delta) + eps))/eps``
 (:func:`~dpsco_lib.privacy.mechanisms.gg_sigma_exact`; ``K = 1`` for the tree), verified by the ledger's RDP
 accountant (``ValueError`` if it did not certify). The other accountants do not apply to GG noise
@@ -278,7 +278,7 @@ def gg_vr_sfw_theory_params(
         naive: ``c`` in the default step.
     accountant : {"best", "rdp", "paper"}
         The GG calibration (module docstring); ``"best"`` (default) is the tightest valid accountant (RDP for GG
-        noise), ``"paper"`` the closed form (the default of earlier versions).
+        noise), ``"paper"`` the closed form.
 
     Returns
     -------
@@ -722,7 +722,7 @@ def run_gg_vr_sfw(
         :func:`~dpsco_lib.algorithms.vr_frank_wolfe.a_priori_distances` (the papers' calibration).
     accountant : {"best", "rdp", "paper"}
         The GG calibration (module docstring): ``"best"`` (default) is the tightest valid accountant (RDP for GG
-        noise); ``"paper"`` the closed form (the default of earlier versions, certified by the ledger's RDP
+        noise); ``"paper"`` the closed form (certified by the ledger\'s RDP
         accountant).
     trace : bool
         Record the per-step noise norms ``||Z_t||_q``, sensitivities, step sizes and the noisy estimates that the

@@ -1,5 +1,5 @@
 r"""Private mean estimation: pure vs approximate DP in high dimension, local vs central DP, and the shuffle
-model (Spec D1, D2, D3; seed 002, lecture "additional topics in private ML").
+model (Spec D1, D2, D3; the lecture "additional topics in private ML").
 
 * D1 (:func:`laplace_mean_estimate`, :func:`gaussian_mean_estimate`): data in the cube
   :math:`[-B, B]^d` (the :math:`\ell_\infty` ball of radius ``B``). Under replace-one neighbours the

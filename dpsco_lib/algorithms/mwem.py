@@ -26,7 +26,7 @@ solved by :func:`~dpsco_lib.privacy.accounting.budget.calibrate` (the inverse of
   accountant is basic composition, so this is HLM12's eps0 = epsilon/(2T) bit for bit (pure epsilon-DP; the
   ledger's basic certificate is T (eps_sel + eps_meas) = epsilon); at ``delta > 0`` it is the largest eps0 that
   any valid accountant certifies (KOV15 or RDP, which charges the exponential mechanism as bounded-range).
-- ``accountant="basic"`` (the default of earlier versions, HLM12): eps0 = epsilon/(2T) at every delta, pure
+- ``accountant="basic"`` (HLM12): eps0 = epsilon/(2T) at every delta, pure
   epsilon-DP.
 - ``accountant="advanced"``: (epsilon, delta)-DP by advanced composition (DRV10).  This is the comparison at
   equal (epsilon, delta) with Algorithm 1.  Any other accountant of
@@ -170,7 +170,7 @@ def run_mwem(
     accountant : str
         How the per-mechanism budget is calibrated to the target (:func:`mwem_per_round_epsilon`): ``"best"``
         (default, the tightest valid accountant; HLM12's epsilon/(2T) at delta = 0), ``"basic"`` (HLM12, pure
-        DP at every delta, the default of earlier versions), ``"advanced"`` (DRV10), ...
+        DP at every delta), ``"advanced"`` (DRV10), ...
     passes : int
         Extra multiplicative-weights sweeps over all past measurements after each round (HLM12 Sec. 3; 0 =
         the textbook algorithm).

@@ -156,7 +156,7 @@ def noisy_sgd_theory_params(
     accountant : str
         Calibrates the multiplier ``nu`` of the ``E`` Gaussian events the run records
         (:func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier`): ``"gdp"`` (default; exact
-        for Gaussian events, the analytic Gaussian calibration of earlier versions), ``"best"`` (the tightest
+        for Gaussian events, the analytic Gaussian calibration), ``"best"`` (the tightest
         valid accountant, here GDP as well), ``"rdp"`` or ``"pld"``.
 
     Returns

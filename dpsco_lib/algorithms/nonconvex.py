@@ -21,10 +21,10 @@ the :class:`PrivacyLedger`.
 Accountant (``accountant=``). The VR Frank-Wolfe runs ``T`` pure ``eps0``-DP selections; ``eps0`` is the
 largest per-step budget that ``accountant`` certifies for them, and never below basic composition's ``eps/T``
 (valid for any pure steps; it wins for few steps). Default ``"best"``: the tightest valid accountant (KOV15
-for these homogeneous pure steps, the optimal composition); ``"advanced"`` (DRV10, a smaller ``eps0``) is the
-default of earlier versions; ``"paper"`` the papers' closed form. The proximal method records
-Gaussian events; default ``"gdp"`` (exact, the analytic Gaussian calibration of earlier versions), which is
-also what ``"best"`` selects.
+for these homogeneous pure steps, the optimal composition); ``"advanced"`` (DRV10) gives a smaller ``eps0``;
+``"paper"`` the papers' closed form. The proximal method records
+Gaussian events; its registry record declares ``"gdp"`` (exact, the analytic Gaussian calibration), which is
+what the default ``"best"`` resolves to for Gaussian events.
 
 Why the momentum (Poly-SFW) estimator and not the AFKT21 tree for the nonconvex FW. Nonconvex Frank-Wolfe
 needs a *constant* step ``eta`` (the decaying ``2/(t+2)`` of the convex analysis does not give stationarity).
@@ -266,7 +266,7 @@ def vr_fw_nonconvex_theory_params(
     maximal inequalities: Spec N1's ``log^{2/3} d/(n eps)^{1/3}`` for p = 1. ``delta = 0`` replaces
     ``ln(1/delta)`` by 1. The per-selection budget ``eps0`` is the largest that ``accountant`` certifies for the
     ``T`` selections, never below basic composition's ``eps/T`` (module docstring, "Accountant"; default
-    ``"best"``, the tightest valid accountant; ``"advanced"`` DRV10, the default of earlier versions).
+    ``"best"``, the tightest valid accountant; ``"advanced"`` DRV10).
 
     Data layout: ``m = n - floor(n/2)`` records for the initial gradient, ``T - 1`` disjoint batches of
     ``B = floor(floor(n/2)/(T - 1))`` records for the updates (single pass).
@@ -621,7 +621,7 @@ def proximal_weakly_convex_theory_params(
     ``(epsilon, delta)`` under ``accountant``; the run's events are ``T`` subproblems on disjoint batches
     (parallel composition: given the past, a record only enters its own subproblem), each ``K`` Gaussian steps of
     multiplier ``nu``, and ``nu`` is calibrated on exactly those events (``nu = nu1 sqrt(K)`` under GDP, which
-    is exact). ``accountant``: ``"gdp"`` (default; the analytic Gaussian calibration of earlier versions),
+    is exact). ``accountant``: ``"gdp"`` (default; the analytic Gaussian calibration),
     ``"best"`` (the tightest valid accountant: GDP here), ``"rdp"``.
     """
     n = check_int(n, "n", lo=2)

@@ -6,7 +6,7 @@ l1 ball of radius ``r``: ``2d`` vertices, or an explicit :class:`~dpsco_lib.geom
 (``||grad f(x) - grad f(y)||_q <= L1 ||x - y||_p``) in the problem's setup norm ``||.||_p``,
 ``D = max_{x, y in X} ||x - y||_p``.
 
-Algorithm (Bassily, Guzmán and Nandi, COLT 2021, the talk of seed 000). With ``n`` records:
+Algorithm (Bassily, Guzmán and Nandi, COLT 2021, the talk "Non-Euclidean DP-SCO"). With ``n`` records:
 
 * ``B_1`` = the first ``m = n - T`` records, ``T = floor(n/2)``; records ``z_1, ..., z_T`` = the rest,
   each used in exactly one update (single pass).
@@ -59,8 +59,7 @@ the run's ledger reports):
 * ``accountant="best"`` (default): the tightest valid accountant for ``K`` pure steps (KOV15's optimal
   composition, hence the largest ``eps0`` and the least noise); ``"kov"``, ``"rdp"``, ``"pld"``, ``"basic"``:
   that one;
-* ``accountant="advanced"``: DRV10 advanced composition (the calibration of the talk's analysis and the default
-  of earlier versions);
+* ``accountant="advanced"``: DRV10 advanced composition (the calibration of the talk's analysis);
 * ``accountant="paper"``: the talk's ``eps0 = epsilon / (2 sqrt(2 K ln(1/delta)))`` (constant 2 sqrt 2 stated
   by us), certified by DRV10 (``ValueError`` when it does not meet the target, i.e. unless
   ``epsilon e^eps0 <= 4 ln(1/delta)``).
@@ -718,7 +717,7 @@ def run_poly_sfw(
         Explicit ``eta`` in (0, 1]; overrides ``step_constant``.
     accountant : str
         The accountant that calibrates the per-step budget and certifies the run: ``"best"`` (default, the
-        tightest valid accountant: KOV15 here), ``"advanced"`` (DRV10, the default of earlier versions),
+        tightest valid accountant: KOV15 here), ``"advanced"`` (DRV10),
         ``"kov"``, ``"rdp"``, ``"pld"``, ``"basic"`` or ``"paper"`` (module docstring).
     trace : bool
         Record the selected vertex indices, the Laplace scales and the iterate at ~40 log-spaced steps.

@@ -4,7 +4,7 @@ Problem (the l1 setting, Spec A1): min_{x in Delta_dx} max_{y in Delta_dy} F(x, 
 f(., .; z) convex-concave, ||grad_x f||_inf, ||grad_y f||_inf <= L0, L1-smooth w.r.t. ||.||_1 (and, for the
 second-order regime, L2-smooth partial derivatives).
 
-Algorithm 1 (seed 001, Section 3.1).  Disjoint batches S_1, ..., S_T of size B = floor(n/T) (records beyond
+Algorithm 1 ([GGP24] Section 3.1).  Disjoint batches S_1, ..., S_T of size B = floor(n/T) (records beyond
 T B are unused); x_1, y_1 uniform.  For t = 1..T:
 
 1. draw K i.i.d. vertices of Cat(x_t) and K of Cat(y_t); x~_t = counts/K, y~_t likewise (released);
@@ -29,8 +29,8 @@ All 2 K T draws compose adaptively; the per-draw budget eps0 comes from the one 
 :func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon` (2 K T exponential-mechanism events, the events
 the run records), with the accountant ``accountant=`` (default ``"best"``: the tightest valid accountant, for
 these draws the RDP of the exponential mechanism as a bounded-range mechanism, about 2.4 times DRV's eps0 at
-10^5 draws; ``"advanced"``: Dwork-Rothblum-Vadhan, the default of earlier versions; ``"paper"``: the rule
-eps0 = eps/(2 sqrt(2 k log(1/delta))) of seed 001 Cor 3.6, certified by DRV), and the step size is capped by
+10^5 draws; ``"advanced"``: Dwork-Rothblum-Vadhan; ``"paper"``: the rule
+eps0 = eps/(2 sqrt(2 k log(1/delta))) of GGP24 Cor 3.6, certified by DRV), and the step size is capped by
 eta <= eta_cap = eps0 B/(4 L0).  The ledger records 2 K T exponential-mechanism draws at
 eps_draw = 4 eta L0/B (conservative: the 2K draws of step 1 do not touch the data) and is the only
 certificate (``result.certified_epsilon(delta)``).
@@ -117,9 +117,9 @@ def alg1_per_draw_budget(
     A thin wrapper of :func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon` with
     ``mechanism="exponential"`` (the events Algorithm 1 records).  ``accountant``: one of
     :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS`; ``"best"`` (default) the tightest valid
-    accountant, ``"advanced"`` (DRV10, the default of earlier versions) the largest eps0 with
+    accountant, ``"advanced"`` (DRV10) the largest eps0 with
     sqrt(2k ln(1/delta)) eps0 + k eps0 (e^eps0 - 1) <= epsilon, ``"paper"`` the rule
-    eps0 = epsilon/(2 sqrt(2 k ln(1/delta))) of seed 001 Cor 3.6 (certified by DRV10).
+    eps0 = epsilon/(2 sqrt(2 k ln(1/delta))) of GGP24 Cor 3.6 (certified by DRV10).
     """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta, allow_zero=False)
@@ -309,8 +309,8 @@ def alg1_theory_params(
     regime : {"first_order", "second_order", "quadratic"}
     accountant : str
         One of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS`.  Default ``"best"``, the tightest
-        valid accountant (the largest eps0, hence the largest cap); ``"advanced"`` is DRV10 (the default of
-        earlier versions); ``"paper"`` is the rule of seed 001 Cor 3.6.
+        valid accountant (the largest eps0, hence the largest cap); ``"advanced"`` is DRV10;
+        ``"paper"`` is the rule of GGP24 Cor 3.6.
     K, T, step_size : optional
         Fix some parameters; the others are chosen as above given them.  A given step size above the cap
         raises ``ValueError`` unless ``enforce_privacy_cap=False``.
@@ -498,7 +498,7 @@ def run_private_smd_saddle(
     accountant : str
         One of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS`: the accountant that calibrates the
         per-draw budget (see :func:`alg1_theory_params`).  Default ``"best"``, the tightest valid accountant;
-        ``"advanced"`` is DRV10 (the default of earlier versions); ``"paper"`` is seed 001 Cor 3.6.
+        ``"advanced"`` is DRV10; ``"paper"`` is GGP24 Cor 3.6.
     enforce_privacy_cap : bool
         If False, a step size above the cap is accepted; the ledger then records the larger per-draw epsilon
         and the certificate exceeds the target.

@@ -1,4 +1,4 @@
-r"""DP optimization with sparse gradients (Spec Z1, Z2, Z3; seed 004, poster "DP optimization with sparse
+r"""DP optimization with sparse gradients (Spec Z1, Z2, Z3; the poster "DP optimization with sparse
 gradients").
 
 Setting: per-sample vectors (gradients) :math:`z` with :math:`\|z\|_0 \le s` and :math:`\|z\|_2 \le L`, hence
@@ -158,7 +158,7 @@ def sparse_mean_estimate(
     accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> Result:
     r"""DP mean of s-sparse vectors with :math:`\|z\|_2 \le L`: noise + projection on the :math:`\ell_1` ball of
-    radius :math:`L\sqrt s` (Spec Z1; seed 004 after BST14-type projection estimators).
+    radius :math:`L\sqrt s` (Spec Z1; the sparse-gradients poster, after BST14-type projection estimators).
 
     ``delta == 0``: :math:`\xi \sim \mathrm{Lap}(2L\sqrt s/(n\varepsilon))^d`, pure :math:`\varepsilon`-DP
     (:math:`\|z - z'\|_1 \le 2L\sqrt s`). ``delta > 0``: :math:`\xi \sim N(0, \sigma^2 I)` with
@@ -254,7 +254,7 @@ def sparse_mean_estimate_cs(
     feasibility_level: float = 0.05,
     accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> Result:
-    r"""Compressed-sensing DP sparse mean (Spec Z1, seed 004 "noisy compressed sensing" variant).
+    r"""Compressed-sensing DP sparse mean (Spec Z1, the sparse-gradients poster's "noisy compressed sensing" variant).
 
     Draw :math:`A` with i.i.d. :math:`N(0, 1/m)` entries, :math:`m` = ``n_measurements`` (default
     :math:`\lceil 4s\log(d/s)\rceil`), independent of the data. The replace-one change of :math:`\bar z` is

@@ -63,7 +63,7 @@ the accountant the library has always certified this tree with; ``"rdp"``, ``"ad
 ``"kov"`` certify with that one alone, usually with a smaller ``theta``; ``"paper"`` has no closed form here and
 raises). ``delta = 0``: ``eps_j = epsilon/m_j`` (basic composition, pure DP).
 
-Rate (AFKT21, as stated in seed 000): ``O((L0 D + L1 D^2) sqrt(ln|V|/n) ln n + L1 D^2 (ln|V| ln^2 n
+Rate (AFKT21, as stated in Bassily-Guzmán-Nandi 2021): ``O((L0 D + L1 D^2) sqrt(ln|V|/n) ln n + L1 D^2 (ln|V| ln^2 n
 ln(1/delta)/(eps n))^{2/3})`` with ``T ~ (eps n / (ln|V| sqrt(ln(1/delta))))^{2/3}`` leaves (the default).
 
 The tree and batch schedule (:func:`tree_batch_schedule`) is shared with the GG version (Spec F3,
