@@ -122,9 +122,9 @@ def gaussian_mean_estimate(
 
     :math:`\ell_2` sensitivity :math:`\Delta_2 = 2B\sqrt d/n`; :math:`\sigma = \Delta_2 m` with m the noise
     multiplier of :func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier` (the calibration that
-    inverts the ledger's certificate; ``accountant="gdp"``, the default, is exact and equals the analytic
-    Balle-Wang calibration; ``"best"`` is the tightest valid accountant, GDP for a Gaussian). Expected squared
-    :math:`\ell_2` error :math:`d\sigma^2 = \Theta(d^2\log(1/\delta)/(n\varepsilon)^2)`. The ledger records the
+    inverts the ledger's certificate; ``accountant="gdp"`` (the default ``"best"`` resolves to it) is exact and equals
+    the analytic Balle-Wang calibration; ``"best"`` is the tightest valid accountant, GDP for a Gaussian). Expected
+    squared :math:`\ell_2` error :math:`d\sigma^2 = \Theta(d^2\log(1/\delta)/(n\varepsilon)^2)`. The ledger records the
     calibrated Gaussian event (noise multiplier m), so ``result.certified_epsilon(delta)`` is at most epsilon.
     """
     bound = check_positive(bound, "bound")

@@ -155,9 +155,9 @@ def noisy_sgd_theory_params(
         Overrides of ``T``, ``b`` (``1 <= b <= n``) and ``eta > 0``.
     accountant : str
         Calibrates the multiplier ``nu`` of the ``E`` Gaussian events the run records
-        (:func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier`): ``"gdp"`` (default; exact
-        for Gaussian events, the analytic Gaussian calibration), ``"best"`` (the tightest
-        valid accountant, here GDP as well), ``"rdp"`` or ``"pld"``.
+        (:func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier`): ``"gdp"`` (the default ``"best"``
+        resolves to it; exact for Gaussian events, the analytic Gaussian calibration), ``"best"`` (the tightest valid
+        accountant, here GDP as well), ``"rdp"`` or ``"pld"``.
 
     Returns
     -------
@@ -225,8 +225,9 @@ def run_noisy_sgd(
     steps, batch_size, step_size : optional
         Overrides (``1 <= batch_size <= n``, ``step_size > 0``, ``steps >= 1``).
     accountant : str
-        The accountant that calibrates the noise (:func:`noisy_sgd_theory_params`): ``"gdp"`` (default, exact)
-        or ``"best"`` (the tightest valid accountant; GDP for these Gaussian events), ``"rdp"``, ``"pld"``.
+        The accountant that calibrates the noise (:func:`noisy_sgd_theory_params`): ``"gdp"`` (exact; the default
+        ``"best"`` resolves to it) or ``"best"`` (the tightest valid accountant; GDP for these Gaussian events),
+        ``"rdp"``, ``"pld"``.
     trace : bool
         Record the running iterate average at the end of each epoch (``x_avg_epoch``, shape (E, d)).
 

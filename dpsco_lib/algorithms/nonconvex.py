@@ -621,7 +621,7 @@ def proximal_weakly_convex_theory_params(
     ``(epsilon, delta)`` under ``accountant``; the run's events are ``T`` subproblems on disjoint batches
     (parallel composition: given the past, a record only enters its own subproblem), each ``K`` Gaussian steps of
     multiplier ``nu``, and ``nu`` is calibrated on exactly those events (``nu = nu1 sqrt(K)`` under GDP, which
-    is exact). ``accountant``: ``"gdp"`` (default; the analytic Gaussian calibration),
+    is exact). ``accountant``: ``"gdp"`` (the default ``"best"`` resolves to it; the analytic Gaussian calibration),
     ``"best"`` (the tightest valid accountant: GDP here), ``"rdp"``.
     """
     n = check_int(n, "n", lo=2)
@@ -710,8 +710,8 @@ def run_private_proximal_weakly_convex(
     inner_constant : float
         ``c_K`` of the theory parameters (number of inner steps).
     accountant : str
-        Calibrates the noise (:func:`proximal_weakly_convex_theory_params`): ``"gdp"`` (default, exact) or
-        ``"best"`` (the tightest valid accountant, GDP here), ``"rdp"``.
+        Calibrates the noise (:func:`proximal_weakly_convex_theory_params`): ``"gdp"`` (exact; the default ``"best"``
+        resolves to it) or ``"best"`` (the tightest valid accountant, GDP here), ``"rdp"``.
     trace : bool
         Record the outer iterates ``x_0, ..., x_T`` (``(T + 1, d)``).
 

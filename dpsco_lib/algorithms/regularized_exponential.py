@@ -150,8 +150,8 @@ def gdp_mu_star(epsilon: float, *, delta: float, accountant: AccountantLike = DE
     A :math:`\mu`-GDP mechanism is recorded as the Gaussian event with noise multiplier :math:`1/\mu` (module
     docstring), so :math:`\mu^\star = 1/m` with m =
     :func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier` (eps, delta, ``accountant``): the
-    privacy budget path that inverts the ledger's certificate. ``accountant="gdp"`` (default) is exact: the root
-    of :math:`\delta_\mu(\varepsilon) = \delta` (DRS22 Cor 2.13); it is also what ``"best"`` resolves to.
+    privacy budget path that inverts the ledger's certificate. ``accountant="gdp"`` (the default ``"best"`` resolves to
+    it) is exact: the root of :math:`\delta_\mu(\varepsilon) = \delta` (DRS22 Cor 2.13).
     """
     return 1.0 / gaussian_noise_multiplier(epsilon, delta, accountant=accountant).value
 
@@ -540,9 +540,9 @@ def run_noisy_gradient_descent(
     """Noisy projected full-batch gradient descent with the averaged iterate (see :func:`noisy_gd_theory_params`).
 
     ``n_steps`` overrides T (the noise is recalibrated so that the run stays (eps, delta)-DP). ``accountant``:
-    ``"gdp"`` (default, exact for Gaussian steps), ``"best"`` (the tightest valid accountant, GDP here),
-    ``"rdp"``, ``"pld"``. The ledger records T Gaussian mechanisms with noise multiplier sigma, the events the
-    calibration inverted; ``result.certified_epsilon(delta)`` certifies eps. Spec R2 baseline.
+    ``"gdp"`` (the default ``"best"`` resolves to it; exact for Gaussian steps), ``"best"`` (the tightest valid
+    accountant, GDP here), ``"rdp"``, ``"pld"``. The ledger records T Gaussian mechanisms with noise multiplier sigma,
+    the events the calibration inverted; ``result.certified_epsilon(delta)`` certifies eps. Spec R2 baseline.
     """
     problem = _check_problem(problem)
     data = problem.check_data(data)

@@ -163,10 +163,10 @@ def sparse_mean_estimate(
     ``delta == 0``: :math:`\xi \sim \mathrm{Lap}(2L\sqrt s/(n\varepsilon))^d`, pure :math:`\varepsilon`-DP
     (:math:`\|z - z'\|_1 \le 2L\sqrt s`). ``delta > 0``: :math:`\xi \sim N(0, \sigma^2 I)` with
     :math:`\sigma = (2L/n)\,m`, m = :func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier`
-    (:math:`\varepsilon`, :math:`\delta`, ``accountant``; ``"gdp"``, the default, is exact and equals the analytic
-    Gaussian calibration; ``"best"`` is the tightest valid accountant, GDP here). Projection is post-processing. Error:
-    :math:`\|\hat z - \bar z\|_2 \le 2\sqrt{L\sqrt s\,\|\xi\|_\infty}` (deterministic, since :math:`\bar z` is
-    in the ball), i.e. :math:`O(\sqrt{L^2 s\log d/(n\varepsilon)})` for Laplace.
+    (:math:`\varepsilon`, :math:`\delta`, ``accountant``; ``"gdp"`` (the default ``"best"`` resolves to it) is exact and
+    equals the analytic Gaussian calibration; ``"best"`` is the tightest valid accountant, GDP here). Projection is
+    post-processing. Error: :math:`\|\hat z - \bar z\|_2 \le 2\sqrt{L\sqrt s\,\|\xi\|_\infty}` (deterministic, since
+    :math:`\bar z` is in the ball), i.e. :math:`O(\sqrt{L^2 s\log d/(n\varepsilon)})` for Laplace.
 
     Parameters
     ----------
@@ -409,9 +409,9 @@ def run_output_perturbation(
     exact minimizer.
 
     ``accountant`` calibrates the Gaussian version: :math:`\sigma = \Delta_2 m` with m =
-    :func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier` (``"gdp"``, the default, is exact and
-    equals the analytic Gaussian calibration; ``"best"`` is the tightest valid accountant, GDP here); the ledger
-    records that Gaussian event. The Laplace version (``delta == 0``) has no budget to solve.
+    :func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier` (``"gdp"`` (the default ``"best"`` resolves
+    to it) is exact and equals the analytic Gaussian calibration; ``"best"`` is the tightest valid accountant, GDP
+    here); the ledger records that Gaussian event. The Laplace version (``delta == 0``) has no budget to solve.
     """
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
