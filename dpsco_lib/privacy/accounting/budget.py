@@ -39,7 +39,6 @@ from dpsco_lib.privacy.accounting.accountants import (
 from dpsco_lib.privacy.accounting.events import DpEvent, ExponentialEvent, LaplaceEvent, SelfComposedEvent
 
 __all__ = [
-    "ACCOUNTANTS",
     "Calibration",
     "calibrate",
     "check_accountant",
@@ -77,8 +76,8 @@ class Calibration:
 def check_accountant(accountant: object, name: str = "accountant") -> str:
     """Validate an accountant (object or name) that certifies a fixed sequence of events; return its name.
 
-    Raises ``ValueError`` naming :data:`ACCOUNTANTS` otherwise (the adaptive filter included: it calibrates
-    no fixed count).
+    Raises ``ValueError`` naming :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS` otherwise (the
+    adaptive filter included: it calibrates no fixed count).
     """
     if isinstance(accountant, Accountant):
         accountant = accountant.name
@@ -147,7 +146,7 @@ def calibrate(
     epsilon, delta : float
         The target; epsilon > 0, 0 <= delta < 1.
     accountant : Accountant or str
-        One of :data:`ACCOUNTANTS` (module docstring); default
+        One of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS` (module docstring); default
         :data:`~dpsco_lib.privacy.accounting.accountants.DEFAULT_ACCOUNTANT`.
     bracket : (float, float)
         A starting interval for the parameter, expanded geometrically when it does not contain the answer.
@@ -357,7 +356,8 @@ def parallel_per_step_epsilons(
     epsilon, delta : float
         The target (epsilon > 0, 0 <= delta < 1).
     accountant : str
-        One of :data:`ACCOUNTANTS` except ``"paper"`` (no closed-form rule for a tree); ``"best"`` (the default,
+        One of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS` except ``"paper"`` (no closed-form
+        rule for a tree); ``"best"`` (the default,
         the tightest valid accountant of the parallel event) or any accountant that applies to pure events.
 
     Returns
