@@ -1,7 +1,7 @@
 """Input validation shared by every public function of :mod:`dpsco_lib`.
 
 Every check raises :class:`ValueError` whose message names the parameter, the offending value and
-what is allowed, so that bad input never produces a silently wrong number (DESIGN.md section 3).
+what is allowed, so that bad input never produces a silently wrong number.
 """
 
 from __future__ import annotations

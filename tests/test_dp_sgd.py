@@ -21,6 +21,7 @@ from dpsco_lib.privacy.audit import mu_gdp_lower_bound
 from dpsco_lib.privacy.mechanisms import gaussian_epsilon_analytic
 from dpsco_lib.problems import Dataset
 from dpsco_lib.problems.base import Problem
+from dpsco_lib.testing import noise_scaled
 
 
 class _Toy(Problem):
@@ -216,8 +217,8 @@ def test_canary_mu_gdp_audit_and_broken_variant():
 
     def mech(factor):
         def run(data, rng, size):
-            return np.array([run_dp_sgd(_Linear(1), data, rng=rng, _noise_factor=factor, **kw).x[0]
-                             for _ in range(size)])
+            with noise_scaled(factor):
+                return np.array([run_dp_sgd(_Linear(1), data, rng=rng, **kw).x[0] for _ in range(size)])
 
         return run
 
@@ -251,8 +252,9 @@ def test_subsampled_step_audit_catches_halved_noise_and_doubled_sampling_rate():
 
     def mech(rate, factor):
         def run(data, rng, size):
-            return np.array([run_dp_sgd(_Linear(1), data, rng=rng, sampling_rate=rate, _noise_factor=factor,
-                                        **kw).x[0] for _ in range(size)])
+            with noise_scaled(factor):
+                return np.array([run_dp_sgd(_Linear(1), data, rng=rng, sampling_rate=rate, **kw).x[0]
+                                 for _ in range(size)])
 
         return run
 

@@ -21,6 +21,7 @@ from dpsco_lib.privacy.audit import canary_audit, mu_gdp_lower_bound_from_counts
 from dpsco_lib.privacy.mechanisms import gg_epsilon, gg_sigma_exact
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.least_squares import hard_least_squares
+from dpsco_lib.testing import noise_scaled
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -121,8 +122,8 @@ def _canary_pair(d: int, c: float):
 
 def _leaf0_projection(pr, eps, delta, mult):
     def run(data, rng):
-        res = run_gg_vr_sfw(pr, data, epsilon=eps, delta=delta, rng=rng, variant="tree", depth=1, trace=True,
-                            _noise_multiplier=mult)
+        with noise_scaled(mult):
+            res = run_gg_vr_sfw(pr, data, epsilon=eps, delta=delta, rng=rng, variant="tree", depth=1, trace=True)
         return float(res.trace["estimate"][0][0])  # leaf 0's noisy estimate along the canary direction
 
     return run

@@ -12,6 +12,7 @@ from dpsco_lib.algorithms.noisy_sgd import l2_constants, noisy_sgd_theory_params
 from dpsco_lib.privacy.mechanisms import gaussian_sigma_analytic
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.least_squares import hard_least_squares
+from dpsco_lib.testing import noise_scaled
 
 
 def test_l2_constants_of_l1_problems():
@@ -211,13 +212,14 @@ def test_noise_audit_catches_half_sigma(broken, monkeypatch):
     assert (ucb >= sigma_min) != broken, (ucb, sigma_min)
 
 
-def test_noise_multiplier_hook_zero_is_the_noiseless_iteration():
+def test_noise_scaled_zero_is_the_noiseless_iteration():
     from dpsco_lib.problems.hard_linear import hard_linear
 
     prob = hard_linear(8, 0.5, p=2, radius=100.0)
     data = prob.sample(16, np.random.default_rng(0))
-    res = run_noisy_sgd(prob, data, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(1), steps=1, batch_size=16,
-                        step_size=1.0, _noise_multiplier=0.0)
+    with noise_scaled(0.0):
+        res = run_noisy_sgd(prob, data, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(1), steps=1,
+                            batch_size=16, step_size=1.0)
     assert np.allclose(res.x, -data.X.mean(axis=0), atol=1e-15)
-    with pytest.raises(ValueError, match="_noise_multiplier"):
-        run_noisy_sgd(prob, data, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(1), _noise_multiplier=-1.0)
+    with pytest.raises(ValueError, match="factor"), noise_scaled(-1.0):
+        pass  # pragma: no cover

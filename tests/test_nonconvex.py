@@ -24,6 +24,7 @@ from dpsco_lib.privacy.accounting.budget import per_step_epsilon
 from dpsco_lib.privacy.audit import canary_audit
 from dpsco_lib.problems import Dataset, hard_least_squares
 from dpsco_lib.problems.nonconvex import NonconvexRegression, phi_derivative_bound, random_nonconvex_regression
+from dpsco_lib.testing import noise_scaled
 
 
 @pytest.fixture(scope="module")
@@ -257,7 +258,6 @@ def test_vr_fw_bad_inputs(smooth_pr, nonsmooth_pr):
         ({"epsilon": 1.0, "delta": 1e-6, "accountant": "magic"}, "accountant"),
         ({"epsilon": 1.0, "delta": 1e-6, "accountant": "gdp"}, "gdp"),
         ({"epsilon": 1.0, "delta": 1e-6, "steps_constant": 0.0}, "steps_constant"),
-        ({"epsilon": 1.0, "delta": 1e-6, "_noise_multiplier": 0.0}, "_noise_multiplier"),
     ]:
         with pytest.raises(ValueError, match=msg):
             run_private_vr_fw_nonconvex(smooth_pr, data, rng=rng, **kw)
@@ -381,8 +381,8 @@ def test_vr_fw_canary_audit_honest_and_quarter_noise_caught():
 
     def runner(mult):
         def run(data, rng):
-            r = run_private_vr_fw_nonconvex(pr, data, epsilon=eps, delta=0.0, rng=rng, n_steps=2, trace=True,
-                                            _noise_multiplier=mult)
+            with noise_scaled(mult):
+                r = run_private_vr_fw_nonconvex(pr, data, epsilon=eps, delta=0.0, rng=rng, n_steps=2, trace=True)
             return int(r.trace["selected"][0])
         return run
 
@@ -425,7 +425,8 @@ def test_prox_canary_audit_honest_and_tenth_noise_caught():
 
     def runner(mult):
         def run(data, rng):
-            r = run_private_proximal_weakly_convex(pr, data, rng=rng, _noise_multiplier=mult, **kw)
+            with noise_scaled(mult):
+                r = run_private_proximal_weakly_convex(pr, data, rng=rng, **kw)
             return float(r.trace["x"][1, 0])
         return run
 

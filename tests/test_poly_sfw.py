@@ -21,6 +21,7 @@ from dpsco_lib.privacy.accounting import advanced_composition_epsilon
 from dpsco_lib.privacy.audit import canary_audit
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.least_squares import LeastSquares, hard_least_squares
+from dpsco_lib.testing import noise_scaled
 
 
 def _ls_polytope(V: np.ndarray) -> LeastSquares:
@@ -177,8 +178,8 @@ def _canary_pair(d: int, c: float) -> tuple[LeastSquares, Dataset, Dataset]:
 
 def _first_selection(pr, eps, mult):
     def run(data, rng):
-        res = run_poly_sfw(pr, data, epsilon=eps, delta=0.0, rng=rng, step_size=0.5, trace=True,
-                           _noise_multiplier=mult)
+        with noise_scaled(mult):
+            res = run_poly_sfw(pr, data, epsilon=eps, delta=0.0, rng=rng, step_size=0.5, trace=True)
         return int(res.trace["selected"][0])
 
     return run

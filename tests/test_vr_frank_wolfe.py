@@ -22,6 +22,7 @@ from dpsco_lib.privacy.accounting import PrivacyLedger
 from dpsco_lib.privacy.audit import canary_audit
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.least_squares import LeastSquares, hard_least_squares
+from dpsco_lib.testing import noise_scaled
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -163,8 +164,8 @@ def _canary_pair(d: int, c: float) -> tuple[LeastSquares, Dataset, Dataset]:
 
 def _first_selection(pr, eps, mult):
     def run(data, rng):
-        res = run_private_vr_frank_wolfe(pr, data, epsilon=eps, delta=0.0, rng=rng, depth=1, trace=True,
-                                         _noise_multiplier=mult)
+        with noise_scaled(mult):
+            res = run_private_vr_frank_wolfe(pr, data, epsilon=eps, delta=0.0, rng=rng, depth=1, trace=True)
         return int(res.trace["selected"][0])
 
     return run
@@ -294,7 +295,6 @@ def small():
         ({"depth": 5}, "batch_size"),
         ({"batch_size": 100}, "needs"),
         ({"rng": 3}, "rng"),
-        ({"_noise_multiplier": 0.0}, "_noise_multiplier"),
         ({"distance": "exact"}, "distance"),
         ({"accountant": "budget"}, "accountant"),
         ({"accountant": "paper"}, "paper"),

@@ -23,7 +23,7 @@ from typing import Any
 
 from dpsco_lib.algorithms._result import Result as Result
 
-_REGISTRY_NAMES = ("REGISTRY", "AlgorithmRecord", "get_algorithm", "private_algorithms")
+_REGISTRY_NAMES = ("REGISTRY", "AlgorithmRecord", "Registry", "get_algorithm", "private_algorithms")
 
 
 def _runners() -> dict[str, Any]:

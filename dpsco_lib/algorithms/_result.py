@@ -1,4 +1,4 @@
-"""The common return type of every ``run_<name>`` algorithm (DESIGN.md section 3)."""
+"""The common return type of every ``run_<name>`` algorithm."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike
 
 __all__ = ["Result"]
 
@@ -39,7 +41,7 @@ class Result:
     ledger: Any = None
     info: dict[str, Any] = field(default_factory=dict)
 
-    def certified_epsilon(self, delta: float, accountant: str = "best") -> float:
+    def certified_epsilon(self, delta: float, accountant: AccountantLike = DEFAULT_ACCOUNTANT) -> float:
         """The run's certified epsilon at ``delta``: ``ledger.epsilon(delta, accountant)``.
 
         The ledger is the only certificate; it holds under ``self.relation`` neighbours. Raises ``ValueError``

@@ -6,7 +6,7 @@ Delta_d or the l1 ball r B_1^d.  The l1 ball is handled through its vertex repre
 V = (r e_1, ..., r e_d, -r e_1, ..., -r e_d) and w in Delta_{2d}; in the weights the constants become
 (r L0, r^2 L1, r^3 L2), and the gradient is V grad f(V^T w) = r (g, -g).
 
-Algorithm 5 (seed 001, Section 4; parameters T, K, K', t0, tau, eta).  Disjoint batches B_1, ..., B_T of
+Algorithm 5 ([GGP24] Section 4; parameters T, K, K', t0, tau, eta).  Disjoint batches B_1, ..., B_T of
 size B = floor(n/T) (records beyond T B are unused); weights alpha_t = t, A_t = t (t + 1)/2; w_1 uniform.
 For t = 1..T:
 
@@ -33,8 +33,8 @@ draws at t = 1 come from the uniform w_1 and cost nothing; the other K (n_resamp
 K' output draws, N in total, compose adaptively.  The per-draw budget eps0 comes from the one calibration
 path, :func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon` (N exponential-mechanism events, the events
 the run records), with the accountant ``accountant=`` (default ``"best"``: the tightest valid accountant, for
-these draws the RDP of the exponential mechanism as a bounded-range mechanism; ``"advanced"``: DRV10, the
-default of earlier versions; ``"paper"``: the rule of seed 001 Cor 3.6); the step size is capped
+these draws the RDP of the exponential mechanism as a bounded-range mechanism; ``"advanced"``: DRV10;
+``"paper"``: the rule of GGP24 Cor 3.6); the step size is capped
 by eta <= eta_cap = eps0 B/(4 T L0) and the ledger, the only certificate, records the N draws actually made
 at eps_draw.  The bound is conservative: alpha_r <= alpha_T for the batch r of the changed
 record, and the mixture with earlier (unaffected) w_s only dilutes the change.
@@ -59,12 +59,13 @@ from dpsco_lib.geometry.mirror import entropic_step_unchecked, entropic_step_wit
 from dpsco_lib.geometry.sets import LpBall, Simplex
 from dpsco_lib.geometry.sparsify import inverse_cdf_draws, maurey_counts
 from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike, get_accountant
 from dpsco_lib.privacy.accounting.budget import check_accountant, per_step_epsilon
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.testing import step_scale
 
 __all__ = [
-    "ACCOUNTANT",
     "REGIMES",
     "Alg5Params",
     "alg5_resample_steps",
@@ -74,7 +75,6 @@ __all__ = [
 ]
 
 REGIMES = ("first_order", "second_order")
-ACCOUNTANT = "best"  # the default: the tightest valid accountant (KOV15 / RDP / PLD, whichever certifies least)
 _EXPONENTS = {"first_order": 2.0 / 5.0, "second_order": 1.0 / 2.0}
 _MAX_K = 1_000_000
 
@@ -176,14 +176,13 @@ class Alg5Params:
 # ---------------------------------------------------------------------------------------------------------
 # the bound model (vectorized over parameter grids)
 # ---------------------------------------------------------------------------------------------------------
-# The accountant that prices the per-draw budget inside the design search (KOV costs O(k) per evaluation, PLD
-# seconds: a cheap valid accountant of similar tightness stands in; the run's eps0 is the chosen accountant's).
-_DESIGN_ACCOUNTANT = {"kov": "advanced", "pld": "rdp", "best": "rdp"}
-# Nodes per decade of the draw-count table of the design search.  RDP has no closed-form per-draw budget (each
-# node is a root solve over ~15 certificates, ~20 ms), so its table has 16 nodes per decade (log-log
-# interpolation, relative error ~2e-4; the same (T, K, tau, K') as 64 nodes at the sizes checked, n = 2e3..4e5);
-# the other design accountants keep 64.  Design only: the run's eps0 is exact.
-_PER_DECADE = {"rdp": 16}
+# The design search prices the per-draw budget with the chosen accountant's ``design_accountant`` (KOV costs
+# O(k) per evaluation, PLD seconds: a cheap valid accountant of similar tightness stands in; the run's eps0 is
+# the chosen accountant's).  Nodes per decade of the draw-count table of the design search: an accountant
+# without a closed-form per-draw budget (RDP: each node is a root solve over ~15 certificates, ~20 ms) gets 16
+# nodes per decade (log-log interpolation, relative error ~2e-4; the same (T, K, tau, K') as 64 nodes at the
+# sizes checked, n = 2e3..4e5); the others 64.  Design only: the run's eps0 is exact.
+_PER_DECADE_TABULATED = 16
 _PER_DECADE_DEFAULT = 64
 
 
@@ -196,8 +195,8 @@ def _eps0(epsilon: float, delta: float, n_draws: int, accountant: str) -> float:
 
 @lru_cache(maxsize=64)
 def _eps0_table(eps: float, delta: float, accountant: str, decades: int) -> tuple[np.ndarray, np.ndarray]:
-    """(log k, log eps0(k)) at :data:`_PER_DECADE` draw counts k per decade in [1, 10^decades] (budget path)."""
-    per = _PER_DECADE.get(accountant, _PER_DECADE_DEFAULT)
+    """(log k, log eps0(k)) at the design table's draw counts k per decade in [1, 10^decades] (budget path)."""
+    per = _PER_DECADE_DEFAULT if get_accountant(accountant).closed_form_inverse else _PER_DECADE_TABULATED
     ks = np.unique(np.round(np.logspace(0.0, decades, decades * per + 1)).astype(np.int64))
     e0 = np.array([_eps0(eps, delta, int(k), accountant) for k in ks])
     return np.log(ks.astype(np.float64)), np.log(e0)
@@ -210,7 +209,7 @@ def _eps0_model(eps: float, delta: float, N: np.ndarray, accountant: str) -> np.
     run's eps0 and cap are computed by ``per_step_epsilon`` at the chosen N."""
     N = np.asarray(N, dtype=np.float64)
     decades = max(1, math.ceil(math.log10(max(float(N.max()), 10.0))))
-    lk, le = _eps0_table(eps, delta, _DESIGN_ACCOUNTANT.get(accountant, accountant), decades)
+    lk, le = _eps0_table(eps, delta, get_accountant(accountant).design_accountant.name, decades)
     return np.exp(np.interp(np.log(N), lk, le))
 
 
@@ -299,7 +298,7 @@ def alg5_theory_params(
     L1: float,
     L2: float,
     regime: str,
-    accountant: str = ACCOUNTANT,
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     set_kind: str = "simplex",
     T: int | None = None,
     K: int | None = None,
@@ -362,9 +361,9 @@ def alg5_theory_params(
         Constants in the weights (L2 only enters the "second_order" regime).
     regime : {"first_order", "second_order"}
     accountant : str
-        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`.  Default ``"best"``, the tightest
-        valid accountant (the largest eps0, hence the largest cap); ``"advanced"`` is DRV10 (the default of
-        earlier versions); ``"paper"`` is the rule of seed 001 Cor 3.6.
+        One of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS`.  Default ``"best"``, the tightest
+        valid accountant (the largest eps0, hence the largest cap); ``"advanced"`` is DRV10;
+        ``"paper"`` is the rule of GGP24 Cor 3.6.
     set_kind : str
         Label stored in the result ("simplex" or "l1_ball").
     T, K, K_out, tau, t0, step_size : optional
@@ -590,7 +589,7 @@ def _check_inputs(problem: Any, data: Any, epsilon: Any, delta: Any, accountant:
     eps, dl = check_epsilon(epsilon), check_delta(delta, allow_zero=False)
     accountant = check_accountant(accountant)
     rng = check_rng(rng)
-    mult = check_positive(mult, "_eta_multiplier")
+    mult = check_positive(mult, "step_scale()")
     _geometry(problem)
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a dpsco_lib.problems.Dataset, got {type(data).__name__}")
@@ -611,10 +610,9 @@ def run_anytime_smd_sco(
     tau: int | None = None,
     t0: int | None = None,
     step_size: float | None = None,
-    accountant: str = ACCOUNTANT,
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     enforce_privacy_cap: bool = True,
     trace: bool = False,
-    _eta_multiplier: float = 1.0,
 ) -> Result:
     r"""Algorithm 5 of [GGP24]: (eps, delta)-DP anytime online-to-batch exponentiated gradient (Spec A5, Thm 4.2).
 
@@ -637,18 +635,15 @@ def run_anytime_smd_sco(
         Override the theory parameters (1 <= T <= n, K, K_out >= 1, 1 <= tau <= T, t0 >= 1,
         0 < step_size <= cap).
     accountant : str
-        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`: the accountant that calibrates the
-        per-draw budget.  Default ``"best"``, the tightest valid accountant; ``"advanced"`` is DRV10 (the default
-        of earlier versions); ``"paper"`` is seed 001 Cor 3.6.
+        One of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS`: the accountant that calibrates the
+        per-draw budget.  Default ``"best"``, the tightest valid accountant; ``"advanced"`` is DRV10;
+        ``"paper"`` is GGP24 Cor 3.6.
     enforce_privacy_cap : bool
         If False a step size above the cap is accepted; the ledger records the larger per-draw epsilon.
     trace : bool
         Store ``alpha``, ``redraw_steps``, ``log_w`` (T+1, |V|), ``x_avg`` (T+1, |V|; x_1..x_{T+1}),
         ``grad_weights`` (T, |V|), ``x_tilde_weights`` and ``output_counts`` in ``result.trace`` (memory
         O(T |V|); the non-released ``x_avg`` is for tests and diagnostics only).
-    _eta_multiplier : float
-        Private test hook: the sampler uses ``eta * _eta_multiplier`` while the ledger keeps the certified
-        ``eta`` (``2.0`` is the deliberately broken variant the audits must catch); never pass it otherwise.
 
     Returns
     -------
@@ -657,7 +652,7 @@ def run_anytime_smd_sco(
         ``result.certified_epsilon(delta)``); info with the target and the accountant.
     """
     data, eps, dl, accountant, rng, mult = _check_inputs(problem, data, epsilon, delta, accountant, rng,
-                                                          _eta_multiplier)
+                                                          step_scale())
     trace = check_bool(trace, "trace")
     prm, r = _resolve(problem, data.n, eps, dl, regime, accountant, _hyper(T, K, K_out, tau, t0, step_size),
                       enforce_privacy_cap)
@@ -690,9 +685,8 @@ def run_anytime_smd_sco_many(
     tau: int | None = None,
     t0: int | None = None,
     step_size: float | None = None,
-    accountant: str = ACCOUNTANT,
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     enforce_privacy_cap: bool = True,
-    _eta_multiplier: float = 1.0,
 ) -> dict[str, Any]:
     """``n_runs`` independent runs of Algorithm 5 on the same data (for audits; Spec A5).
 
@@ -702,7 +696,7 @@ def run_anytime_smd_sco_many(
     Memory O(n_runs |V|).
     """
     data, eps, dl, accountant, rng, mult = _check_inputs(problem, data, epsilon, delta, accountant, rng,
-                                                          _eta_multiplier)
+                                                          step_scale())
     n_runs = check_int(n_runs, "n_runs", lo=1)
     prm, r = _resolve(problem, data.n, eps, dl, regime, accountant, _hyper(T, K, K_out, tau, t0, step_size),
                       enforce_privacy_cap)

@@ -63,9 +63,10 @@ import numpy as np
 from dpsco_lib._validation import check_delta, check_epsilon, check_int, check_positive, check_rng
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.algorithms.poly_sfw import run_poly_sfw
-from dpsco_lib.algorithms.private_smd_saddle import ACCOUNTANT, alg1_per_draw_budget, run_private_smd_saddle
+from dpsco_lib.algorithms.private_smd_saddle import alg1_per_draw_budget, run_private_smd_saddle
 from dpsco_lib.geometry.mirror import entropic_step_unchecked
 from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike, get_accountant
 from dpsco_lib.privacy.accounting.budget import check_accountant
 from dpsco_lib.privacy.mechanisms import sample_categorical_log
 from dpsco_lib.problems.applications import LinearQueryGame, MaxOfLosses
@@ -133,14 +134,10 @@ class QueryReleaseParams:
     n_draws: int
     log_d: float
     bound: float
-    accountant: str = ACCOUNTANT
+    accountant: str = DEFAULT_ACCOUNTANT.name
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-# the accountant that prices eps0 inside the search for T (a utility root solve evaluated ~log2(n) times)
-_SEARCH_ACCOUNTANT = {"best": "rdp", "pld": "rdp", "kov": "advanced"}
 
 
 def _qr_cap(n: int, T: int, K: int, eps: float, dl: float, accountant: str) -> float:
@@ -150,7 +147,7 @@ def _qr_cap(n: int, T: int, K: int, eps: float, dl: float, accountant: str) -> f
 
 def query_release_params(
     n: int, *, N: int, m: int, epsilon: float, delta: float, K: int = 1, T: int | None = None,
-    step_size: float | None = None, accountant: str = ACCOUNTANT,
+    step_size: float | None = None, accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> QueryReleaseParams:
     r"""K, T, B, eta of the structured Algorithm-1 variant for m linear queries over a universe of N (Spec X1).
 
@@ -158,7 +155,7 @@ def query_release_params(
     eta_stat(T) = sqrt(l/T) (L0 = 1) like T^{-1/2}; T is the largest T in [1, n] with
     eta_cap(T) >= eta_stat(T) (bisection with the exact accountant: a utility root solve, eps0 itself comes
     from ``per_step_epsilon``), and eta = min(eta_cap, eta_stat).  A given ``step_size`` above the cap raises
-    ``ValueError``.  ``accountant``: one of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS` (default
+    ``ValueError``.  ``accountant``: one of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS` (default
     ``"best"``, the tightest valid accountant; ``"paper"`` the rule of GGP24 Cor 3.6, ``"advanced"`` DRV10).
     For ``"best"``, ``"pld"`` and ``"kov"`` the search for T prices eps0 with RDP (a cheap valid accountant of
     similar tightness; one PLD or KOV evaluation takes up to seconds); eps0, the cap and eta at that T are the
@@ -173,7 +170,8 @@ def query_release_params(
     accountant = check_accountant(accountant)
     log_d = math.log(N) + math.log(2 * m)
 
-    search = _SEARCH_ACCOUNTANT.get(accountant, accountant)
+    # the search for T (a utility root solve evaluated ~log2(n) times) prices eps0 with the design accountant
+    search = get_accountant(accountant).design_accountant.name
 
     def ok(t: int) -> bool:
         return _qr_cap(n, t, K, eps, dl, search) >= math.sqrt(log_d / t)
@@ -225,7 +223,7 @@ def run_alg1_query_release(
     K: int = 1,
     T: int | None = None,
     step_size: float | None = None,
-    accountant: str = ACCOUNTANT,
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     synthetic_size: int | None = None,
 ) -> Result:
     r"""(epsilon, delta)-DP synthetic distribution for the game's queries by Algorithm 1 (Spec X1, GGP24 Sec. 1.4).
@@ -245,7 +243,7 @@ def run_alg1_query_release(
         Structured: y-draws per step (default 1), steps and step size (default :func:`query_release_params`).
         Generic: passed to ``run_private_smd_saddle`` (regime "quadratic", default K = 1).
     accountant : str
-        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`: calibrates the per-draw budget
+        One of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS`: calibrates the per-draw budget
         (default ``"best"``, the tightest valid accountant; ``"paper"`` the rule of GGP24 Cor 3.6).
     synthetic_size : int, optional
         If given, release ``synthetic_size`` records drawn from the output distribution (post-processing);
@@ -443,7 +441,7 @@ def run_group_robust_alg1(
     K: int | None = None,
     T: int | None = None,
     step_size: float | None = None,
-    accountant: str = ACCOUNTANT,
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> Result:
     r"""(epsilon, delta)-DP minimization of the maximal group loss by Algorithm 1 on the lifted problem (Spec X2).
 

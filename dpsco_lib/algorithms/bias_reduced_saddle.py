@@ -1,5 +1,5 @@
 r"""Algorithms 2 and 3 of [GGP24]: the bias-reduced vertex-sampling gradient oracle and private SMD with
-bias-reduced sampling and a random stopping time (Spec A2, A3; seed 001, Section 3.2).
+bias-reduced sampling and a random stopping time (Spec A2, A3; [GGP24] Section 3.2).
 
 Setting: the l1 setting of Spec A1, min_{x in Delta_dx} max_{y in Delta_dy} F(x, y) = E_z f(x, y; z),
 ||grad_x f||_inf, ||grad_y f||_inf <= L0, L1-smooth w.r.t. ||.||_1, and (for the bias bound) second-order smooth
@@ -30,7 +30,7 @@ y_t (Line 8 of the paper's Algorithm 3); the output is the average over the exec
 estimates.  The loop is a ``while`` loop with a *random stopping time*: before step t runs, its level N_t is
 drawn (independently of the data); the step is executed only if its B_{N_t} records are still available and the
 fully adaptive composition filter (WRRW23, :class:`~dpsco_lib.privacy.accounting.AdvancedCompositionFilter`,
-seed 001 Thm 3.5) admits all of its 2 (2^{N_t+1} K + n_out) vertex draws; otherwise the run stops.
+WRRW23 as stated in GGP24 Thm 3.5) admits all of its 2 (2^{N_t+1} K + n_out) vertex draws; otherwise the run stops.
 
 Privacy (Prop 3.17, derived here for the replace-one relation).  Unrolling the entropic steps,
 log x_t(i) = u_i - logsumexp(u) with u_i = -eta sum_{s<t} G^x_s(i), so every vertex draw of step t is an
@@ -61,7 +61,7 @@ optimal KOV15 value), and "best" is at most that.  (Were D data-dependent, only 
 statement would hold.)  ``info["filter_spent"]`` is the filter's own statement, not the certificate.
 
 Accountants (``accountant=``).  Because D is data-independent, any fixed-count accountant of
-:data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS` may stop the run: eps0 is then the per-step budget of the
+:data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS` may stop the run: eps0 is then the per-step budget of the
 design number of draws under that accountant (:func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon`,
 ``mechanism="exponential"``, the events the ledger records) and the run stops before its draws exceed the largest
 count k_max that the accountant certifies at (epsilon, delta) (:func:`~dpsco_lib.privacy.accounting.budget.calibrate`,
@@ -104,8 +104,8 @@ from dpsco_lib._validation import (
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.geometry.mirror import entropic_step, entropic_step_unchecked
 from dpsco_lib.geometry.sparsify import maurey_probabilities
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, FILTER, AccountantLike, get_accountant
 from dpsco_lib.privacy.accounting.budget import (
-    ACCOUNTANTS,
     calibrate,
     check_accountant,
     filter_per_step_epsilon,
@@ -120,7 +120,6 @@ from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.games import check_saddle_data, saddle_dims
 
 __all__ = [
-    "A3_ACCOUNTANTS",
     "Alg3Params",
     "BiasReducedGradient",
     "alg3_batch_sizes",
@@ -406,17 +405,11 @@ def alg3_draw_epsilon(step_size: float, *, B: int, L0: float, N_max: int) -> flo
     return float(4.0 * step_size * L0 * np.max((1.0 + 2.0 / p) / bn))
 
 
-#: the accountants of Algorithm 3: its own fully adaptive filter (default) or a fixed-count accountant of
-#: :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS` (module docstring, "Privacy")
-A3_ACCOUNTANTS = ("filter", *ACCOUNTANTS)
-
-
-def _check_a3_accountant(accountant: object) -> str:
-    if accountant == "filter":
-        return "filter"
-    if not isinstance(accountant, str) or accountant not in ACCOUNTANTS:
-        raise ValueError(f"accountant must be one of {A3_ACCOUNTANTS}, got {accountant!r}")
-    return check_accountant(accountant)
+def _check_a3_accountant(accountant: AccountantLike) -> str:
+    """The name of Algorithm 3's accountant: the fully adaptive filter or a fixed-count accountant (module
+    docstring, "Privacy"); ``ValueError`` naming every accountant otherwise."""
+    acc = get_accountant(accountant)
+    return acc.name if acc is FILTER else check_accountant(acc)
 
 
 def _eps0(eps: float, dl: float, n_draws: int, accountant: str) -> float:
@@ -434,7 +427,7 @@ def _draws_event(eps_draw: float, count: int) -> SelfComposedEvent:
 @lru_cache(maxsize=4096)
 def _draw_cap(eps_draw: float, eps: float, dl: float, accountant: str, hint: int) -> int:
     """Largest k whose k draws of ``eps_draw`` the fixed-count ``accountant`` certifies at (eps, dl) (0 if none)."""
-    method = "advanced" if accountant == "paper" else accountant  # the papers' rule is certified by DRV10
+    method = get_accountant(accountant).method  # the papers' rule is certified by DRV10
     if certify_events((_draws_event(eps_draw, 1),), dl, method) > eps:
         return 0
     cal = calibrate(lambda k: _draws_event(eps_draw, max(1, int(k))), epsilon=eps, delta=dl, accountant=method,
@@ -545,11 +538,11 @@ def alg3_theory_params(
     step_size: float | None = None,
     n_out: int = 1,
     second_moment: float | None = None,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> Alg3Params:
     r"""K, N_max, B, eta (``step_size``) of Algorithm 3 for the rate of Thm 3.14 [GGP24] (Spec A3, Prop 3.17).
 
-    Derivation (constants made explicit where the seed lost them).  Let l = log dx + log dy, d = max(dx, dy),
+    Derivation (constants made explicit where the paper leaves them out).  Let l = log dx + log dy, d = max(dx, dy),
     Z = 2 - 2^{-N_max}, w_N = 1 + 2/p_N.
 
     1. Oracle (Lemma 3.15).  Bias: E G = E grad f(x~_{2^{N_max+1} K}), so by Cor 2.4 the bias is at most
@@ -774,7 +767,7 @@ def run_bias_reduced_smd_saddle(
     n_out: int = 1,
     second_moment: float | None = None,
     max_steps: int | None = None,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
 ) -> Result:
     r"""Algorithm 3 of [GGP24]: (eps, delta)-DP SMD with bias-reduced vertex sampling and random stopping (Spec A3).
@@ -807,7 +800,7 @@ def run_bias_reduced_smd_saddle(
         Hard cap on the number of steps (default: none besides the filter and the data).
     accountant : str
         ``"best"`` (default: the tightest valid fixed-count accountant, the largest step-size cap) or another of
-        :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`: eps0 is the per-step budget of the design
+        :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS`: eps0 is the per-step budget of the design
         number of draws under that accountant and the run stops before its draws exceed the largest count the
         accountant certifies at (epsilon, delta) (valid because the number of draws is data-independent; module
         docstring, "Privacy"); or ``"filter"``, the paper's own accountant: the WRRW23 fully adaptive filter stops
@@ -858,7 +851,7 @@ def run_bias_reduced_smd_saddle_many(
     n_out: int = 1,
     second_moment: float | None = None,
     max_steps: int | None = None,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> dict[str, Any]:
     """``n_runs`` replicas of Algorithm 3 on the same data, vectorized, sharing one level sequence (for audits).
 
@@ -1037,7 +1030,7 @@ def run_bias_reduced_smd_saddle_reference(
     n_out: int = 1,
     second_moment: float | None = None,
     max_steps: int | None = None,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> Result:
     r"""Algorithm 3 written as the paper states it, one step at a time (the reference of the fast path, Spec A3).
 
@@ -1095,7 +1088,7 @@ def alg3_needed_n(
     *,
     target: float,
     delta_power: float = 1.1,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     second_moment: float | None = None,
     n_max: int = 10**9,
     rtol: float = 0.02,

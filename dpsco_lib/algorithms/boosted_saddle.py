@@ -4,7 +4,7 @@ Problem (the l1 setting of Spec A1): min_{x in X} max_{y in Delta_dy} F(x, y) = 
 convex-concave and L0-Lipschitz w.r.t. ||x||_p + ||y||_1 (gradients in the dual norms), X a polytope
 (a simplex in the paper).  Gap(x, y) = max_y' F(x, y') - min_x' F(x', y).
 
-Algorithm 4 (seed 001, Section 3.3).  The n records are cut, *by position* (a data-independent partition),
+Algorithm 4 ([GGP24] Section 3.3).  The n records are cut, *by position* (a data-independent partition),
 into 3k + 1 disjoint parts:
 
 1. candidates: parts S_1, ..., S_k of n_c records each; (x^i, y^i) = inner(S_i) where ``inner`` is an
@@ -101,6 +101,7 @@ from dpsco_lib.algorithms.vr_frank_wolfe import (
 )
 from dpsco_lib.geometry.norms import lp_norm
 from dpsco_lib.geometry.sets import vertex_oracle
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike, get_accountant
 from dpsco_lib.privacy.accounting.budget import calibrate, check_accountant
 from dpsco_lib.privacy.accounting.events import DpEvent
 from dpsco_lib.privacy.accounting.ledger import PrivacyLedger, certify_events
@@ -402,7 +403,7 @@ def _split_fraction(inner: list[PrivacyLedger], fw_ledgers: Callable[[float], li
         c = _C_GRID[min(max(int(j), 0), len(_C_GRID) - 1)]
         return _combine(inner, fw_ledgers(c * eps), _selection_ledger(c * eps)).events[0]
 
-    method = "advanced" if accountant == "paper" else accountant  # the papers' proofs compose by DRV10
+    method = get_accountant(accountant).method  # the papers' proofs compose by DRV10
 
     def certified(j: int) -> float:
         return certify_events((make_event(j),), dl, method)
@@ -441,7 +442,7 @@ def run_boosted_saddle(
     best_response_L1: float | None = None,
     loss_bound: float | None = None,
     score_sensitivity: str = "realized",
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> Result:
     r"""Algorithm 4 of [GGP24]: (eps, delta)-DP saddle point with a high-probability gap (Spec A4, Thm 3.20).
 
@@ -485,7 +486,7 @@ def run_boosted_saddle(
         Sensitivity of the gap estimates: 2 max_i r_i/n_g from the released candidates and best responses, or
         the data-independent 2 min(L0 (D_x + D_y), 2 M)/n_g.
     accountant : str
-        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`: the accountant that certifies the
+        One of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS`: the accountant that certifies the
         parallel block when the budget fraction c of the Frank-Wolfe runs and the selection is calibrated
         (module docstring, "Budget of steps 2 and 4").  Default ``"best"``, the tightest valid accountant (the
         minimum over the applicable ones), which is also how the ledger is read by default; the inner runs and

@@ -1,6 +1,6 @@
-r"""DP-SGD with Poisson subsampling and per-sample clipping, and its privacy three ways (Spec D4; seed 002).
+r"""DP-SGD with Poisson subsampling and per-sample clipping, and its privacy three ways (Spec D4).
 
-Algorithm (:func:`run_dp_sgd`; Abadi et al. 2016, ACGMMTZ16; seed 002 Sec. 3):
+Algorithm (:func:`run_dp_sgd`; Abadi et al. 2016, ACGMMTZ16; the lecture "additional topics in private ML", Sec. 3):
 
 .. math:: w_{t+1} = \Pi_{\mathcal W}\Big(w_t - \eta\Big(\frac{1}{qn}\sum_{j \in B_t}\mathrm{clip}_C(\nabla f_j(w_t))
           + g_t\Big)\Big), \qquad g_t \sim N\big(0, (\sigma C/(qn))^2 I\big),
@@ -8,15 +8,15 @@ Algorithm (:func:`run_dp_sgd`; Abadi et al. 2016, ACGMMTZ16; seed 002 Sec. 3):
 where each record enters :math:`B_t` independently with probability :math:`q` (Poisson subsampling) and
 :math:`\mathrm{clip}_C(v) = v\min(1, C/\|v\|_2)`. Dividing by the *expected* batch size :math:`qn` (not the
 realized one) keeps the add/remove-one sensitivity of the noisy sum equal to :math:`C`, so every step is the
-Poisson-subsampled Gaussian mechanism with noise multiplier :math:`\sigma` and rate :math:`q`. (The seed's
+Poisson-subsampled Gaussian mechanism with noise multiplier :math:`\sigma` and rate :math:`q`. (The lecture's
 indicator :math:`\mathbf 1[\|\nabla f_j\| \le L]` is replaced by clipping, which has the same sensitivity and
 no bias for :math:`L`-Lipschitz losses with :math:`C \ge L`.)
 
 Privacy of the same run, three ways (:func:`dp_sgd_epsilons`):
 
-* Thm 3.2 of the seed (:func:`dp_sgd_epsilon_advanced`): each step is :math:`(\varepsilon_0, \delta_0)`-DP
+* Thm 3.2 of the lecture (:func:`dp_sgd_epsilon_advanced`): each step is :math:`(\varepsilon_0, \delta_0)`-DP
   w.r.t. its batch (exact Gaussian curve, Balle-Wang), amplified by subsampling to
-  :math:`(\log(1 + q(e^{\varepsilon_0} - 1)), q\delta_0)` (BBG18; the seed's Lemma 3.3 writes
+  :math:`(\log(1 + q(e^{\varepsilon_0} - 1)), q\delta_0)` (BBG18; the lecture's Lemma 3.3 writes
   :math:`q\varepsilon_0`, which is not valid in general) and composed over :math:`T` steps by advanced
   composition (DRV10) with slack :math:`\delta'`; the split :math:`\delta = Tq\delta_0 + \delta'` is
   optimized over a fixed grid (every split is a valid certificate).
@@ -56,11 +56,13 @@ from dpsco_lib._validation import (
 )
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.privacy.accounting import PrivacyLedger, advanced_composition_epsilon
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike
 from dpsco_lib.privacy.accounting.budget import calibrate, check_accountant
 from dpsco_lib.privacy.accounting.events import DpEvent, SelfComposedEvent, SubsampledGaussianEvent
 from dpsco_lib.privacy.mechanisms import gaussian_epsilon_analytic
 from dpsco_lib.problems.base import Problem, SaddleProblem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.testing import noise_scale
 
 __all__ = [
     "clip_rows",
@@ -109,13 +111,12 @@ def run_dp_sgd(
     steps: int,
     clip: float,
     step_size: float,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     x0: np.ndarray | None = None,
     average: bool = True,
     trace: bool = False,
     trace_every: int = 1,
     normalizer: float | None = None,
-    _noise_factor: float = 1.0,
 ) -> Result:
     r"""DP-SGD with Poisson subsampling, per-sample clipping and projection (Spec D4; ACGMMTZ16).
 
@@ -143,8 +144,8 @@ def run_dp_sgd(
         Step size :math:`\eta > 0` (was ``lr``).
     accountant : str
         The accountant that calibrates the noise (``"best"``, default: the tightest valid one, dp-accounting's
-        PLD; ``"pld"``; ``"rdp"``: the moments accountant, the default of earlier versions). One of
-        :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS` that applies to subsampled Gaussian events.
+        PLD; ``"pld"``; ``"rdp"``: the moments accountant). One of
+        :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS` that applies to subsampled Gaussian events.
     x0 : array (d,), optional
         Starting point (projected onto the feasible set); default the set's centre.
     average : bool
@@ -157,9 +158,6 @@ def run_dp_sgd(
         The public constant dividing the noisy clipped sum; default the expected batch size :math:`qn`
         (treating ``n`` as public, as standard DP-SGD implementations do). Under add/remove-one neighbours
         with ``n`` private, pass a fixed value: then the step is exactly the subsampled Gaussian mechanism.
-    _noise_factor : float
-        Private test hook: multiplies the noise while the ledger keeps the calibrated multiplier (the canary
-        audit's broken variant). Never pass it otherwise.
 
     Returns
     -------
@@ -179,7 +177,7 @@ def run_dp_sgd(
     average = check_bool(average, "average")
     trace = check_bool(trace, "trace")
     trace_every = check_int(trace_every, "trace_every", lo=1)
-    factor = check_positive(_noise_factor, "_noise_factor")
+    factor = check_positive(noise_scale(), "noise_scale()")
     data = problem.validate_data(data)
     n = data.n
     x = _start(problem, x0)
@@ -311,7 +309,7 @@ def dp_sgd_epsilons(
 
 
 def dp_sgd_noise_multiplier(
-    epsilon: float, *, delta: float, sampling_rate: float, steps: int, accountant: str = "best"
+    epsilon: float, *, delta: float, sampling_rate: float, steps: int, accountant: AccountantLike = DEFAULT_ACCOUNTANT
 ) -> float:
     """Smallest noise multiplier whose ``accountant`` certificate of the run's events is <= (epsilon, delta).
 

@@ -56,8 +56,8 @@ after FW weighting, so ``O(sqrt(kappa/n) + kappa sqrt d/(eps n))`` up to ``log n
 
 *Calibration* (``accountant=``). ``"best"`` (the default; the tightest valid accountant, for GG events RDP) or
 ``"rdp"``: :func:`~dpsco_lib.privacy.accounting.budget.calibrate` over the recorded events, about 15% less noise
-than ``"paper"`` (the ledger's RDP conversion is tighter than the closed form). ``"paper"`` (the default of
-earlier versions): the closed form of the standard RDP conversion (Mironov 2017 at the optimal order),
+than ``"paper"`` (the ledger's RDP conversion is tighter than the closed form). ``"paper"``:
+the closed form of the standard RDP conversion (Mironov 2017 at the optimal order),
 ``mult = sqrt(K) sigma_1`` with ``sigma_1 = sqrt(2 kappa (ln(1/delta) + eps))/eps``
 (:func:`~dpsco_lib.privacy.mechanisms.gg_sigma_exact`; ``K = 1`` for the tree), verified by the ledger's RDP
 accountant (``ValueError`` if it did not certify). The other accountants do not apply to GG noise
@@ -103,15 +103,16 @@ from dpsco_lib.algorithms.vr_sensitivity import vr_sensitivities
 from dpsco_lib.geometry.norms import dual_exponent, regularity_constant, smooth_dual_exponent
 from dpsco_lib.geometry.sets import LpBall
 from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, PAPER, AccountantLike, get_accountant
 from dpsco_lib.privacy.accounting.budget import calibrate, check_accountant
 from dpsco_lib.privacy.accounting.events import DpEvent, GeneralizedGaussianEvent, ParallelEvent, SelfComposedEvent
 from dpsco_lib.privacy.accounting.ledger import certify_events
 from dpsco_lib.privacy.mechanisms import generalized_gaussian_noise, gg_sigma_exact
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.testing import noise_scale
 
 __all__ = [
-    "GG_ACCOUNTANTS",
     "VARIANTS",
     "GgVrSfwParams",
     "gg_noise_multiplier",
@@ -121,9 +122,6 @@ __all__ = [
 ]
 
 VARIANTS = ("naive", "tree")
-
-
-GG_ACCOUNTANTS = ("paper", "rdp", "best")
 
 
 def _gg_event(multiplier: float, kappa: float, count: int, parts: int) -> DpEvent:
@@ -136,7 +134,7 @@ def _gg_event(multiplier: float, kappa: float, count: int, parts: int) -> DpEven
 
 @lru_cache(maxsize=1024)
 def gg_noise_multiplier(epsilon: float, delta: float, *, kappa: float, count: int = 1, parts: int = 0,
-                        accountant: str = "best") -> float:
+                        accountant: AccountantLike = DEFAULT_ACCOUNTANT) -> float:
     r"""Noise multiplier ``sigma/Delta`` of the GG releases of Spec F3 for a target (module docstring).
 
     Parameters
@@ -167,10 +165,11 @@ def gg_noise_multiplier(epsilon: float, delta: float, *, kappa: float, count: in
     parts = check_int(parts, "parts", lo=0)
     if parts and count != 1:
         raise ValueError(f"count must be 1 for a parallel (tree) event, got count={count}")
-    check_accountant(accountant)
-    if accountant not in GG_ACCOUNTANTS:
-        raise ValueError(f"accountant must be one of {GG_ACCOUNTANTS} for generalized Gaussian noise (the other "
-                         f"accountants do not apply to GG events), got {accountant!r}")
+    accountant = check_accountant(accountant)
+    if accountant != PAPER.name and not get_accountant(accountant).supports((GeneralizedGaussianEvent(1.0, kappa),),
+                                                                            delta):
+        raise ValueError(f"accountant must be 'paper' or one that supports generalized Gaussian events ('rdp', "
+                         f"'best'), got {accountant!r}")
     closed = math.sqrt(count) * gg_sigma_exact(1.0, epsilon=epsilon, delta=delta, kappa=kappa)
     if accountant == "paper":
         cert = certify_events((_gg_event(closed, kappa, count, parts),), delta, "rdp")
@@ -253,7 +252,7 @@ def gg_vr_sfw_theory_params(
     depth: int | None = None,
     step_size: float | None = None,
     step_constant: float = 1.0,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> GgVrSfwParams:
     r"""Hyperparameters of Spec F3 (BGN21) for either variant, the GG calibration and the rate bound.
 
@@ -279,7 +278,7 @@ def gg_vr_sfw_theory_params(
         naive: ``c`` in the default step.
     accountant : {"best", "rdp", "paper"}
         The GG calibration (module docstring); ``"best"`` (default) is the tightest valid accountant (RDP for GG
-        noise), ``"paper"`` the closed form (the default of earlier versions).
+        noise), ``"paper"`` the closed form.
 
     Returns
     -------
@@ -295,7 +294,7 @@ def gg_vr_sfw_theory_params(
     D = check_positive(D, "D")
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    check_accountant(accountant)
+    accountant = check_accountant(accountant)
     q = dual_exponent(p)
     r = smooth_dual_exponent(p, d)
     kappa = regularity_constant(q, d)
@@ -480,7 +479,7 @@ def _setup(problem: Problem, data: Dataset, epsilon: float, delta: float, rng: A
     check_rng(rng)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
-    noise_mult = check_positive(hyper["_noise_multiplier"], "_noise_multiplier")
+    noise_mult = check_positive(noise_scale(), "noise_scale()")
     check_bool(hyper["trace"], "trace")
     if hyper["variant"] not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {hyper['variant']!r}")
@@ -698,9 +697,8 @@ def run_gg_vr_sfw(
     step_size: float | None = None,
     step_constant: float = 1.0,
     distance: str = "realized",
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
-    _noise_multiplier: float = 1.0,
 ) -> Result:
     r"""Noisy variance-reduced SFW with GG noise (Spec F3; BGN21), ``(epsilon, delta)``-DP, ``1 < p <= 2``.
 
@@ -724,14 +722,11 @@ def run_gg_vr_sfw(
         :func:`~dpsco_lib.algorithms.vr_frank_wolfe.a_priori_distances` (the papers' calibration).
     accountant : {"best", "rdp", "paper"}
         The GG calibration (module docstring): ``"best"`` (default) is the tightest valid accountant (RDP for GG
-        noise); ``"paper"`` the closed form (the default of earlier versions, certified by the ledger's RDP
+        noise); ``"paper"`` the closed form (certified by the ledger\'s RDP
         accountant).
     trace : bool
         Record the per-step noise norms ``||Z_t||_q``, sensitivities, step sizes and the noisy estimates that the
         linear minimization sees (``estimate``, shape ``(steps, d)``).
-    _noise_multiplier : float
-        Private test hook: multiplies every GG scale while the ledger keeps the certified budget (privacy tests
-        use ``0.5`` for a deliberately broken variant). Never pass it otherwise.
 
     Returns
     -------
@@ -741,8 +736,7 @@ def run_gg_vr_sfw(
         ``private_error`` (``D sum_t w_t ||Z_t||_q``) and the maximal noise scale.
     """
     hyper = {"variant": variant, "batch_size": batch_size, "depth": depth, "step_size": step_size,
-             "step_constant": step_constant, "distance": distance, "accountant": accountant, "trace": trace,
-             "_noise_multiplier": _noise_multiplier}
+             "step_constant": step_constant, "distance": distance, "accountant": accountant, "trace": trace}
     st = _setup(problem, data, epsilon, delta, rng, hyper)
     if variant == "naive":
         q, radius = st.params.q, st.fset.radius
@@ -765,15 +759,13 @@ def run_gg_vr_sfw_reference(
     step_size: float | None = None,
     step_constant: float = 1.0,
     distance: str = "realized",
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
-    _noise_multiplier: float = 1.0,
 ) -> Result:
     """:func:`run_gg_vr_sfw` as plain loops with the textbook ``l_q`` norm and linear minimization: the readable
     reference (same signature, same output bits; the tests compare the two)."""
     hyper = {"variant": variant, "batch_size": batch_size, "depth": depth, "step_size": step_size,
-             "step_constant": step_constant, "distance": distance, "accountant": accountant, "trace": trace,
-             "_noise_multiplier": _noise_multiplier}
+             "step_constant": step_constant, "distance": distance, "accountant": accountant, "trace": trace}
     st = _setup(problem, data, epsilon, delta, rng, hyper)
     if variant == "naive":
         q, radius = st.params.q, st.fset.radius

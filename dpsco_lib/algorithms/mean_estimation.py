@@ -1,5 +1,5 @@
 r"""Private mean estimation: pure vs approximate DP in high dimension, local vs central DP, and the shuffle
-model (Spec D1, D2, D3; seed 002, lecture "additional topics in private ML").
+model (Spec D1, D2, D3; the lecture "additional topics in private ML").
 
 * D1 (:func:`laplace_mean_estimate`, :func:`gaussian_mean_estimate`): data in the cube
   :math:`[-B, B]^d` (the :math:`\ell_\infty` ball of radius ``B``). Under replace-one neighbours the
@@ -44,6 +44,7 @@ from dpsco_lib._validation import (
 )
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike, gaussian_accountant
 from dpsco_lib.privacy.accounting.budget import gaussian_noise_multiplier
 
 __all__ = [
@@ -115,15 +116,15 @@ def gaussian_mean_estimate(
     delta: float,
     rng: np.random.Generator,
     bound: float = 1.0,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> Result:
     r"""(eps, delta)-DP mean of data in :math:`[-B, B]^d` by the Gaussian mechanism (Spec D1).
 
     :math:`\ell_2` sensitivity :math:`\Delta_2 = 2B\sqrt d/n`; :math:`\sigma = \Delta_2 m` with m the noise
     multiplier of :func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier` (the calibration that
-    inverts the ledger's certificate; ``accountant="gdp"``, the default, is exact and equals the analytic
-    Balle-Wang calibration; ``"best"`` is the tightest valid accountant, GDP for a Gaussian). Expected squared
-    :math:`\ell_2` error :math:`d\sigma^2 = \Theta(d^2\log(1/\delta)/(n\varepsilon)^2)`. The ledger records the
+    inverts the ledger's certificate; ``accountant="gdp"`` (the default ``"best"`` resolves to it) is exact and equals
+    the analytic Balle-Wang calibration; ``"best"`` is the tightest valid accountant, GDP for a Gaussian). Expected
+    squared :math:`\ell_2` error :math:`d\sigma^2 = \Theta(d^2\log(1/\delta)/(n\varepsilon)^2)`. The ledger records the
     calibrated Gaussian event (noise multiplier m), so ``result.certified_epsilon(delta)`` is at most epsilon.
     """
     bound = check_positive(bound, "bound")
@@ -131,6 +132,7 @@ def gaussian_mean_estimate(
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta, allow_zero=False)
     rng = check_rng(rng)
+    accountant = gaussian_accountant(accountant).name
     n, d = X.shape
     mean = X.mean(axis=0)
     sens = 2.0 * bound * math.sqrt(d) / n
@@ -144,7 +146,8 @@ def gaussian_mean_estimate(
 
 
 def mean_error_theory(
-    d: int, n: int, epsilon: float, delta: float = 0.0, bound: float = 1.0, *, accountant: str = "gdp"
+    d: int, n: int, epsilon: float, delta: float = 0.0, bound: float = 1.0, *,
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> float:
     r"""Root-mean-square :math:`\ell_2` privacy error of the D1 estimators (exact, not a bound).
 

@@ -26,11 +26,11 @@ solved by :func:`~dpsco_lib.privacy.accounting.budget.calibrate` (the inverse of
   accountant is basic composition, so this is HLM12's eps0 = epsilon/(2T) bit for bit (pure epsilon-DP; the
   ledger's basic certificate is T (eps_sel + eps_meas) = epsilon); at ``delta > 0`` it is the largest eps0 that
   any valid accountant certifies (KOV15 or RDP, which charges the exponential mechanism as bounded-range).
-- ``accountant="basic"`` (the default of earlier versions, HLM12): eps0 = epsilon/(2T) at every delta, pure
+- ``accountant="basic"`` (HLM12): eps0 = epsilon/(2T) at every delta, pure
   epsilon-DP.
 - ``accountant="advanced"``: (epsilon, delta)-DP by advanced composition (DRV10).  This is the comparison at
   equal (epsilon, delta) with Algorithm 1.  Any other accountant of
-  :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS` may be used.
+  :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS` may be used.
 
 Accuracy (HLM12 Thm 2.2, normalized by n): with probability >= 1 - 2T/|Q|^c,
 max_j |q_j(avg A)/n - q_j(h)/n| <= 2 sqrt(log N/T) + 10 T log|Q|/(eps n); with eps = infinity (exact selection
@@ -56,13 +56,13 @@ from scipy.special import logsumexp
 from dpsco_lib._validation import check_array, check_delta, check_epsilon, check_int, check_rng
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike
 from dpsco_lib.privacy.accounting.budget import calibrate, check_accountant, paper_rule_epsilon, per_step_epsilon
 from dpsco_lib.privacy.accounting.events import ComposedEvent, ExponentialEvent, LaplaceEvent, SelfComposedEvent
 from dpsco_lib.privacy.mechanisms import exponential_mechanism, laplace_mechanism
 
-__all__ = ["ACCOUNTANT", "mwem_events", "mwem_per_round_epsilon", "mwem_theory_T", "run_mwem"]
+__all__ = ["mwem_events", "mwem_per_round_epsilon", "mwem_theory_T", "run_mwem"]
 
-ACCOUNTANT = "best"  # the default: the tightest valid accountant; at delta = 0 it is basic composition (HLM12)
 OUTPUTS = ("average", "last")
 _NEEDS_DELTA = ("advanced", "paper", "pld")
 
@@ -86,11 +86,13 @@ def _calibrated(eps: float, dl: float, T: int, accountant: str) -> float:
                      bracket=(eps / (8.0 * T), eps), guess=seed).value
 
 
-def mwem_per_round_epsilon(epsilon: float, *, T: int, delta: float = 0.0, accountant: str = ACCOUNTANT) -> float:
+def mwem_per_round_epsilon(
+    epsilon: float, *, T: int, delta: float = 0.0, accountant: AccountantLike = DEFAULT_ACCOUNTANT
+) -> float:
     """Budget eps0 of each of the 2T mechanisms (selection, measurement) of MWEM (Spec X1, HLM12).
 
     The largest eps0 whose run (:func:`mwem_events`) certifies (epsilon, delta) under ``accountant`` (one of
-    :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`; cached): ``"best"`` (default) the tightest valid
+    :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS`; cached): ``"best"`` (default) the tightest valid
     accountant (epsilon/(2T) at delta = 0), ``"basic"`` epsilon/(2T) (pure DP, HLM12), ``"advanced"`` the largest
     eps0 with sqrt(4T ln(1/delta)) eps0 + 2T eps0 (e^eps0 - 1) <= epsilon (DRV10 for k = 2T mechanisms).
     ``"advanced"``, ``"paper"`` and ``"pld"`` need delta in (0, 1).
@@ -144,7 +146,7 @@ def run_mwem(
     T: int,
     rng: np.random.Generator,
     delta: float = 0.0,
-    accountant: str = ACCOUNTANT,
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     passes: int = 0,
     output: str = "average",
 ) -> Result:
@@ -168,7 +170,7 @@ def run_mwem(
     accountant : str
         How the per-mechanism budget is calibrated to the target (:func:`mwem_per_round_epsilon`): ``"best"``
         (default, the tightest valid accountant; HLM12's epsilon/(2T) at delta = 0), ``"basic"`` (HLM12, pure
-        DP at every delta, the default of earlier versions), ``"advanced"`` (DRV10), ...
+        DP at every delta), ``"advanced"`` (DRV10), ...
     passes : int
         Extra multiplicative-weights sweeps over all past measurements after each round (HLM12 Sec. 3; 0 =
         the textbook algorithm).

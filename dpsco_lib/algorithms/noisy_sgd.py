@@ -62,9 +62,11 @@ from dpsco_lib._validation import check_bool, check_delta, check_epsilon, check_
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.geometry.norms import dual_exponent
 from dpsco_lib.privacy.accounting import PrivacyLedger
-from dpsco_lib.privacy.accounting.budget import check_accountant, gaussian_noise_multiplier
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike, gaussian_accountant
+from dpsco_lib.privacy.accounting.budget import gaussian_noise_multiplier
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.testing import noise_scale
 
 __all__ = ["NoisySgdParams", "l2_constants", "noisy_sgd_theory_params", "run_noisy_sgd"]
 
@@ -135,7 +137,7 @@ def noisy_sgd_theory_params(
     steps: int | None = None,
     batch_size: int | None = None,
     step_size: float | None = None,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> NoisySgdParams:
     r"""BFTT19 parameters of noisy SGD and the exact noise calibration for disjoint batches (Spec S2).
 
@@ -153,9 +155,9 @@ def noisy_sgd_theory_params(
         Overrides of ``T``, ``b`` (``1 <= b <= n``) and ``eta > 0``.
     accountant : str
         Calibrates the multiplier ``nu`` of the ``E`` Gaussian events the run records
-        (:func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier`): ``"gdp"`` (default; exact
-        for Gaussian events, the analytic Gaussian calibration of earlier versions), ``"best"`` (the tightest
-        valid accountant, here GDP as well), ``"rdp"`` or ``"pld"``.
+        (:func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier`): ``"gdp"`` (the default ``"best"``
+        resolves to it; exact for Gaussian events, the analytic Gaussian calibration), ``"best"`` (the tightest valid
+        accountant, here GDP as well), ``"rdp"`` or ``"pld"``.
 
     Returns
     -------
@@ -167,7 +169,7 @@ def noisy_sgd_theory_params(
     delta = check_delta(delta, allow_zero=False)
     L0_2 = check_positive(L0_2, "L0_2")
     D_2 = check_positive(D_2, "D_2")
-    accountant = check_accountant(accountant)
+    accountant = gaussian_accountant(accountant).name
     log_inv = math.log(1.0 / delta)
     if steps is None:
         T = max(1, min(n // 8, int(math.floor(n * n * epsilon * epsilon / (32.0 * d * log_inv)))))
@@ -202,9 +204,8 @@ def run_noisy_sgd(
     steps: int | None = None,
     batch_size: int | None = None,
     step_size: float | None = None,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
-    _noise_multiplier: float = 1.0,
 ) -> Result:
     r"""Projected noisy mini-batch SGD in l2 (Spec S2; BFTT19), ``(epsilon, delta)``-DP under replace-one.
 
@@ -224,14 +225,11 @@ def run_noisy_sgd(
     steps, batch_size, step_size : optional
         Overrides (``1 <= batch_size <= n``, ``step_size > 0``, ``steps >= 1``).
     accountant : str
-        The accountant that calibrates the noise (:func:`noisy_sgd_theory_params`): ``"gdp"`` (default, exact)
-        or ``"best"`` (the tightest valid accountant; GDP for these Gaussian events), ``"rdp"``, ``"pld"``.
+        The accountant that calibrates the noise (:func:`noisy_sgd_theory_params`): ``"gdp"`` (exact; the default
+        ``"best"`` resolves to it) or ``"best"`` (the tightest valid accountant; GDP for these Gaussian events),
+        ``"rdp"``, ``"pld"``.
     trace : bool
         Record the running iterate average at the end of each epoch (``x_avg_epoch``, shape (E, d)).
-    _noise_multiplier : float
-        Test hook: scales the Gaussian noise actually drawn (``0``: the same iterations without noise, the
-        non-private reference of a rate check); the ledger is unchanged, so any value other than 1 voids the
-        certificate.
 
     Returns
     -------
@@ -244,9 +242,9 @@ def run_noisy_sgd(
     rng = check_rng(rng)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
-    accountant = check_accountant(accountant)
+    accountant = gaussian_accountant(accountant).name
     trace = check_bool(trace, "trace")
-    noise_mult = check_positive(_noise_multiplier, "_noise_multiplier", allow_zero=True)
+    noise_mult = check_positive(noise_scale(), "noise_scale()", allow_zero=True)
     data = problem.validate_data(data)
     n, d = data.n, problem.d
     L0_2, D_2 = l2_constants(problem)

@@ -21,10 +21,10 @@ the :class:`PrivacyLedger`.
 Accountant (``accountant=``). The VR Frank-Wolfe runs ``T`` pure ``eps0``-DP selections; ``eps0`` is the
 largest per-step budget that ``accountant`` certifies for them, and never below basic composition's ``eps/T``
 (valid for any pure steps; it wins for few steps). Default ``"best"``: the tightest valid accountant (KOV15
-for these homogeneous pure steps, the optimal composition); ``"advanced"`` (DRV10, a smaller ``eps0``) is the
-default of earlier versions; ``"paper"`` the papers' closed form. The proximal method records
-Gaussian events; default ``"gdp"`` (exact, the analytic Gaussian calibration of earlier versions), which is
-also what ``"best"`` selects.
+for these homogeneous pure steps, the optimal composition); ``"advanced"`` (DRV10) gives a smaller ``eps0``;
+``"paper"`` the papers' closed form. The proximal method records
+Gaussian events; its registry record declares ``"gdp"`` (exact, the analytic Gaussian calibration), which is
+what the default ``"best"`` resolves to for Gaussian events.
 
 Why the momentum (Poly-SFW) estimator and not the AFKT21 tree for the nonconvex FW. Nonconvex Frank-Wolfe
 needs a *constant* step ``eta`` (the decaying ``2/(t+2)`` of the convex analysis does not give stationarity).
@@ -68,6 +68,7 @@ from dpsco_lib.algorithms._result import Result
 from dpsco_lib.algorithms.vr_sensitivity import vr_sensitivities
 from dpsco_lib.geometry.sets import LpBall, Simplex, project_l1_ball, project_simplex, vertex_oracle
 from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike, gaussian_accountant
 from dpsco_lib.privacy.accounting.budget import (
     calibrate,
     check_accountant,
@@ -77,6 +78,7 @@ from dpsco_lib.privacy.accounting.budget import (
 from dpsco_lib.privacy.accounting.events import DpEvent, GaussianEvent, ParallelEvent, SelfComposedEvent
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.testing import noise_scale
 
 __all__ = [
     "ProximalWeaklyConvexParams",
@@ -246,7 +248,7 @@ def vr_fw_nonconvex_theory_params(
     step_size: float | None = None,
     steps_constant: float = 1.0,
     step_constant: float = 1.0,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> VrFwNonconvexParams:
     r"""Parameters of the nonconvex private VR Frank-Wolfe and its bound (Spec N1).
 
@@ -264,7 +266,7 @@ def vr_fw_nonconvex_theory_params(
     maximal inequalities: Spec N1's ``log^{2/3} d/(n eps)^{1/3}`` for p = 1. ``delta = 0`` replaces
     ``ln(1/delta)`` by 1. The per-selection budget ``eps0`` is the largest that ``accountant`` certifies for the
     ``T`` selections, never below basic composition's ``eps/T`` (module docstring, "Accountant"; default
-    ``"best"``, the tightest valid accountant; ``"advanced"`` DRV10, the default of earlier versions).
+    ``"best"``, the tightest valid accountant; ``"advanced"`` DRV10).
 
     Data layout: ``m = n - floor(n/2)`` records for the initial gradient, ``T - 1`` disjoint batches of
     ``B = floor(floor(n/2)/(T - 1))`` records for the updates (single pass).
@@ -338,9 +340,8 @@ def run_private_vr_fw_nonconvex(
     step_size: float | None = None,
     steps_constant: float = 1.0,
     step_constant: float = 1.0,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
-    _noise_multiplier: float = 1.0,
 ) -> Result:
     r"""Private variance-reduced Frank-Wolfe for smooth nonconvex losses (Spec N1; BGM21); ``(eps, delta)``-DP.
 
@@ -373,9 +374,6 @@ def run_private_vr_fw_nonconvex(
         ``budget="closed_form"``).
     trace : bool
         Record the selected vertices and the Laplace scales (``fw_iterates`` replays the iterates).
-    _noise_multiplier : float
-        Private test hook: multiplies the Laplace scales while the ledger keeps the certified budget (the
-        canary test uses 0.5 as a broken variant). Never pass it otherwise.
 
     Returns
     -------
@@ -389,7 +387,7 @@ def run_private_vr_fw_nonconvex(
     delta = check_delta(delta)
     accountant = check_accountant(accountant)
     trace = check_bool(trace, "trace")
-    noise_mult = check_positive(_noise_multiplier, "_noise_multiplier")
+    noise_mult = check_positive(noise_scale(), "noise_scale()")
     data = problem.validate_data(data)
     n = data.n
     if n < 4:
@@ -608,7 +606,7 @@ def proximal_weakly_convex_theory_params(
     inner_steps: int | None = None,
     inner_constant: float = 1.0,
     beta: float | None = None,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> ProximalWeaklyConvexParams:
     r"""Parameters of the private proximal method for weakly convex losses (Spec N1): minimizers of its bound.
 
@@ -623,7 +621,7 @@ def proximal_weakly_convex_theory_params(
     ``(epsilon, delta)`` under ``accountant``; the run's events are ``T`` subproblems on disjoint batches
     (parallel composition: given the past, a record only enters its own subproblem), each ``K`` Gaussian steps of
     multiplier ``nu``, and ``nu`` is calibrated on exactly those events (``nu = nu1 sqrt(K)`` under GDP, which
-    is exact). ``accountant``: ``"gdp"`` (default; the analytic Gaussian calibration of earlier versions),
+    is exact). ``accountant``: ``"gdp"`` (the default ``"best"`` resolves to it; the analytic Gaussian calibration),
     ``"best"`` (the tightest valid accountant: GDP here), ``"rdp"``.
     """
     n = check_int(n, "n", lo=2)
@@ -633,7 +631,7 @@ def proximal_weakly_convex_theory_params(
     L0 = check_positive(L0, "L0")
     rho = check_positive(rho, "rho")
     D = check_positive(D, "D")
-    accountant = check_accountant(accountant)
+    accountant = gaussian_accountant(accountant).name
     beta = 2.0 * rho if beta is None else check_positive(beta, "beta")
     if beta <= rho:
         raise ValueError(f"beta must exceed rho = {rho!r} (strongly convex subproblems), got beta={beta!r}")
@@ -683,9 +681,8 @@ def run_private_proximal_weakly_convex(
     inner_steps: int | None = None,
     inner_constant: float = 1.0,
     beta: float | None = None,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
-    _noise_multiplier: float = 1.0,
 ) -> Result:
     r"""Private proximal-point method for weakly convex (possibly nonsmooth) losses (Spec N1; BGM21).
 
@@ -713,12 +710,10 @@ def run_private_proximal_weakly_convex(
     inner_constant : float
         ``c_K`` of the theory parameters (number of inner steps).
     accountant : str
-        Calibrates the noise (:func:`proximal_weakly_convex_theory_params`): ``"gdp"`` (default, exact) or
-        ``"best"`` (the tightest valid accountant, GDP here), ``"rdp"``.
+        Calibrates the noise (:func:`proximal_weakly_convex_theory_params`): ``"gdp"`` (exact; the default ``"best"``
+        resolves to it) or ``"best"`` (the tightest valid accountant, GDP here), ``"rdp"``.
     trace : bool
         Record the outer iterates ``x_0, ..., x_T`` (``(T + 1, d)``).
-    _noise_multiplier : float
-        Private test hook: multiplies the noise while the ledger keeps the certified budget. Never pass it.
 
     Returns
     -------
@@ -729,9 +724,9 @@ def run_private_proximal_weakly_convex(
     rng = check_rng(rng)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
-    accountant = check_accountant(accountant)
+    accountant = gaussian_accountant(accountant).name
     trace = check_bool(trace, "trace")
-    noise_mult = check_positive(_noise_multiplier, "_noise_multiplier")
+    noise_mult = check_positive(noise_scale(), "noise_scale()")
     L0, rho, D = _weakly_convex_constants(problem)
     data = problem.validate_data(data)
     n = data.n

@@ -6,7 +6,7 @@ l1 ball of radius ``r``: ``2d`` vertices, or an explicit :class:`~dpsco_lib.geom
 (``||grad f(x) - grad f(y)||_q <= L1 ||x - y||_p``) in the problem's setup norm ``||.||_p``,
 ``D = max_{x, y in X} ||x - y||_p``.
 
-Algorithm (Bassily, Guzmán and Nandi, COLT 2021, the talk of seed 000). With ``n`` records:
+Algorithm (Bassily, Guzmán and Nandi, COLT 2021, the talk "Non-Euclidean DP-SCO"). With ``n`` records:
 
 * ``B_1`` = the first ``m = n - T`` records, ``T = floor(n/2)``; records ``z_1, ..., z_T`` = the rest,
   each used in exactly one update (single pass).
@@ -59,8 +59,7 @@ the run's ledger reports):
 * ``accountant="best"`` (default): the tightest valid accountant for ``K`` pure steps (KOV15's optimal
   composition, hence the largest ``eps0`` and the least noise); ``"kov"``, ``"rdp"``, ``"pld"``, ``"basic"``:
   that one;
-* ``accountant="advanced"``: DRV10 advanced composition (the calibration of the talk's analysis and the default
-  of earlier versions);
+* ``accountant="advanced"``: DRV10 advanced composition (the calibration of the talk's analysis);
 * ``accountant="paper"``: the talk's ``eps0 = epsilon / (2 sqrt(2 K ln(1/delta)))`` (constant 2 sqrt 2 stated
   by us), certified by DRV10 (``ValueError`` when it does not meet the target, i.e. unless
   ``epsilon e^eps0 <= 4 ln(1/delta)``).
@@ -140,11 +139,13 @@ from dpsco_lib.algorithms._result import Result
 from dpsco_lib.algorithms.vr_sensitivity import vr_sensitivities
 from dpsco_lib.geometry.sets import LpBall, Simplex, vertex_oracle
 from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike
 from dpsco_lib.privacy.accounting.budget import check_accountant, per_step_epsilon
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.least_squares import row_grad_oracle
 from dpsco_lib.problems.stream import DataStream
+from dpsco_lib.testing import noise_scale
 
 __all__ = [
     "PolySfwParams",
@@ -318,7 +319,7 @@ def poly_sfw_theory_params(
     *,
     step_constant: float | str = "auto",
     step_size: float | None = None,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> PolySfwParams:
     r"""Hyperparameters of Poly-SFW fixed by the theorem (Spec F1; BGN21), and its rate bound.
 
@@ -409,9 +410,9 @@ def _setup(problem: Problem, data: Dataset | DataStream, epsilon: float, delta: 
     check_rng(rng)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
-    check_accountant(accountant)
+    accountant = check_accountant(accountant)
     check_bool(trace, "trace")
-    noise_mult = check_positive(noise_multiplier, "_noise_multiplier")
+    noise_mult = check_positive(noise_multiplier, "noise_scale()")
     fset = problem.feasible_set
     if not isinstance(fset, Simplex) and not (isinstance(fset, LpBall) and fset.p == 1.0) and \
             not hasattr(fset, "vertices"):
@@ -675,9 +676,8 @@ def run_poly_sfw(
     rng: np.random.Generator,
     step_constant: float | str = "auto",
     step_size: float | None = None,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
-    _noise_multiplier: float = 1.0,
 ) -> Result:
     r"""Run Poly-SFW (Spec F1; Bassily-Guzmán-Nandi 2021) on ``data``; ``(epsilon, delta)``-DP.
 
@@ -717,14 +717,10 @@ def run_poly_sfw(
         Explicit ``eta`` in (0, 1]; overrides ``step_constant``.
     accountant : str
         The accountant that calibrates the per-step budget and certifies the run: ``"best"`` (default, the
-        tightest valid accountant: KOV15 here), ``"advanced"`` (DRV10, the default of earlier versions),
+        tightest valid accountant: KOV15 here), ``"advanced"`` (DRV10),
         ``"kov"``, ``"rdp"``, ``"pld"``, ``"basic"`` or ``"paper"`` (module docstring).
     trace : bool
         Record the selected vertex indices, the Laplace scales and the iterate at ~40 log-spaced steps.
-    _noise_multiplier : float
-        Private test hook: multiplies every Laplace scale while the ledger keeps the certified budget.
-        Only the privacy tests use it (``0.5`` builds a deliberately broken variant that audits must
-        catch); never pass it otherwise.
 
     Returns
     -------
@@ -733,7 +729,7 @@ def run_poly_sfw(
         with ``T + 1`` pure ``eps0`` steps (``result.certified_epsilon(delta) <= epsilon``); ``info`` with the
         sensitivity profile and the number of gradient evaluations.
     """
-    st = _setup(problem, data, epsilon, delta, rng, step_constant, step_size, accountant, trace, _noise_multiplier)
+    st = _setup(problem, data, epsilon, delta, rng, step_constant, step_size, accountant, trace, noise_scale())
     x, selected, snap_t, snap_x = _fast_loop(problem, st, rng, trace)
     return _result(problem, st, x, selected, snap_t, snap_x, trace)
 
@@ -747,9 +743,8 @@ def run_poly_sfw_reference(
     rng: np.random.Generator,
     step_constant: float | str = "auto",
     step_size: float | None = None,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
-    _noise_multiplier: float = 1.0,
 ) -> Result:
     """:func:`run_poly_sfw` written as a plain loop: the readable reference (same signature, same output bits).
 
@@ -760,7 +755,7 @@ def run_poly_sfw_reference(
     """
     if isinstance(data, DataStream):
         raise ValueError("data must be a Dataset for the reference loop, got a DataStream (use its materialize())")
-    st = _setup(problem, data, epsilon, delta, rng, step_constant, step_size, accountant, trace, _noise_multiplier)
+    st = _setup(problem, data, epsilon, delta, rng, step_constant, step_size, accountant, trace, noise_scale())
     T, m, eta = st.params.T, st.params.batch_size, st.params.step_size
     checkpoints = _checkpoints(T, trace)
     snap_t: list[int] = []

@@ -4,7 +4,7 @@ Problem (the l1 setting, Spec A1): min_{x in Delta_dx} max_{y in Delta_dy} F(x, 
 f(., .; z) convex-concave, ||grad_x f||_inf, ||grad_y f||_inf <= L0, L1-smooth w.r.t. ||.||_1 (and, for the
 second-order regime, L2-smooth partial derivatives).
 
-Algorithm 1 (seed 001, Section 3.1).  Disjoint batches S_1, ..., S_T of size B = floor(n/T) (records beyond
+Algorithm 1 ([GGP24] Section 3.1).  Disjoint batches S_1, ..., S_T of size B = floor(n/T) (records beyond
 T B are unused); x_1, y_1 uniform.  For t = 1..T:
 
 1. draw K i.i.d. vertices of Cat(x_t) and K of Cat(y_t); x~_t = counts/K, y~_t likewise (released);
@@ -29,8 +29,8 @@ All 2 K T draws compose adaptively; the per-draw budget eps0 comes from the one 
 :func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon` (2 K T exponential-mechanism events, the events
 the run records), with the accountant ``accountant=`` (default ``"best"``: the tightest valid accountant, for
 these draws the RDP of the exponential mechanism as a bounded-range mechanism, about 2.4 times DRV's eps0 at
-10^5 draws; ``"advanced"``: Dwork-Rothblum-Vadhan, the default of earlier versions; ``"paper"``: the rule
-eps0 = eps/(2 sqrt(2 k log(1/delta))) of seed 001 Cor 3.6, certified by DRV), and the step size is capped by
+10^5 draws; ``"advanced"``: Dwork-Rothblum-Vadhan; ``"paper"``: the rule
+eps0 = eps/(2 sqrt(2 k log(1/delta))) of GGP24 Cor 3.6, certified by DRV), and the step size is capped by
 eta <= eta_cap = eps0 B/(4 L0).  The ledger records 2 K T exponential-mechanism draws at
 eps_draw = 4 eta L0/B (conservative: the 2K draws of step 1 do not touch the data) and is the only
 certificate (``result.certified_epsilon(delta)``).
@@ -63,6 +63,7 @@ from dpsco_lib._validation import (
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.geometry.mirror import entropic_step_unchecked
 from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike, get_accountant
 from dpsco_lib.privacy.accounting.budget import check_accountant, per_step_epsilon
 from dpsco_lib.privacy.mechanisms import sample_categorical_log
 from dpsco_lib.problems.base import SaddleProblem
@@ -70,7 +71,6 @@ from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.games import check_saddle_data, saddle_dims
 
 __all__ = [
-    "ACCOUNTANT",
     "REGIMES",
     "Alg1Params",
     "alg1_eta_cap",
@@ -82,7 +82,6 @@ __all__ = [
 ]
 
 REGIMES = ("first_order", "second_order", "quadratic")
-ACCOUNTANT = "best"  # the default: the tightest valid accountant (KOV15 / RDP / PLD, whichever certifies least)
 _EXPONENTS = {"first_order": 1.0 / 3.0, "second_order": 2.0 / 5.0, "quadratic": 1.0 / 2.0}
 _MAX_K = 1_000_000
 
@@ -93,15 +92,13 @@ def _check_regime(regime: str) -> str:
     return regime
 
 
-# The accountant that prices the per-draw budget inside the (K, T) design search, where it is evaluated at ~10^3
-# draw counts: accountants with a costly evaluation (KOV: O(k) per call; PLD: seconds) are replaced there by a
-# cheap valid one of similar tightness.  The run's eps0, its cap and its step size always come from the chosen
-# accountant (a tighter accountant only raises the cap).
-_DESIGN_ACCOUNTANT = {"kov": "advanced", "pld": "rdp", "best": "rdp"}
-# RDP has no closed-form per-draw budget (each calibration is a root solve of ~15 certificates), so the grid over K
-# reads it from a log-log table (16 nodes per decade of draw counts, relative error ~2e-4, cached per target);
-# the T of the chosen K is then balanced with the exact eps0.
-_TABLE_ACCOUNTANTS = ("rdp",)
+# The (K, T) design search evaluates the per-draw budget at ~10^3 draw counts, priced by the chosen accountant's
+# ``design_accountant``: accountants with a costly evaluation (KOV: O(k) per call; PLD: seconds) are replaced
+# there by a cheap valid one of similar tightness.  The run's eps0, its cap and its step size always come from the
+# chosen accountant (a tighter accountant only raises the cap).  A design accountant without a closed-form
+# per-draw budget (RDP: each calibration is a root solve of ~15 certificates) is read from a log-log table over K
+# (16 nodes per decade of draw counts, relative error ~2e-4, cached per target); the T of the chosen K is then
+# balanced with the exact eps0.
 _PER_DECADE = 16
 
 
@@ -112,15 +109,17 @@ def _eps0(epsilon: float, delta: float, n_draws: int, accountant: str) -> float:
     return per_step_epsilon(epsilon, delta, n_draws, accountant=accountant, mechanism="exponential").value
 
 
-def alg1_per_draw_budget(epsilon: float, *, delta: float, n_draws: int, accountant: str = ACCOUNTANT) -> float:
+def alg1_per_draw_budget(
+    epsilon: float, *, delta: float, n_draws: int, accountant: AccountantLike = DEFAULT_ACCOUNTANT
+) -> float:
     """Per-draw budget eps0 such that ``n_draws`` adaptive eps0-DP draws are (epsilon, delta)-DP (Spec A1).
 
     A thin wrapper of :func:`~dpsco_lib.privacy.accounting.budget.per_step_epsilon` with
     ``mechanism="exponential"`` (the events Algorithm 1 records).  ``accountant``: one of
-    :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`; ``"best"`` (default) the tightest valid
-    accountant, ``"advanced"`` (DRV10, the default of earlier versions) the largest eps0 with
+    :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS`; ``"best"`` (default) the tightest valid
+    accountant, ``"advanced"`` (DRV10) the largest eps0 with
     sqrt(2k ln(1/delta)) eps0 + k eps0 (e^eps0 - 1) <= epsilon, ``"paper"`` the rule
-    eps0 = epsilon/(2 sqrt(2 k ln(1/delta))) of seed 001 Cor 3.6 (certified by DRV10).
+    eps0 = epsilon/(2 sqrt(2 k ln(1/delta))) of GGP24 Cor 3.6 (certified by DRV10).
     """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta, allow_zero=False)
@@ -261,7 +260,7 @@ def alg1_theory_params(
     L1: float,
     L2: float,
     regime: str,
-    accountant: str = ACCOUNTANT,
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     K: int | None = None,
     T: int | None = None,
     step_size: float | None = None,
@@ -309,9 +308,9 @@ def alg1_theory_params(
         Constants w.r.t. ||.||_1 (L2 only used by "second_order").
     regime : {"first_order", "second_order", "quadratic"}
     accountant : str
-        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`.  Default ``"best"``, the tightest
-        valid accountant (the largest eps0, hence the largest cap); ``"advanced"`` is DRV10 (the default of
-        earlier versions); ``"paper"`` is the rule of seed 001 Cor 3.6.
+        One of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS`.  Default ``"best"``, the tightest
+        valid accountant (the largest eps0, hence the largest cap); ``"advanced"`` is DRV10;
+        ``"paper"`` is the rule of GGP24 Cor 3.6.
     K, T, step_size : optional
         Fix some parameters; the others are chosen as above given them.  A given step size above the cap
         raises ``ValueError`` unless ``enforce_privacy_cap=False``.
@@ -335,7 +334,7 @@ def alg1_theory_params(
         step_size = check_positive(step_size, "step_size")
     log_d = max(math.log(dx) + math.log(dy), 1e-12)  # dx = dy = 1 is degenerate (Gap = 0); keep it finite
     rho = math.log(max(dx, dy, 2)) ** 1.5 * math.sqrt(math.log(1.0 / dl)) / (n * eps)
-    K, T_used = _design(n, log_d, eps, dl, L0, L1, L2, regime, _DESIGN_ACCOUNTANT.get(accountant, accountant), K, T,
+    K, T_used = _design(n, log_d, eps, dl, L0, L1, L2, regime, get_accountant(accountant).design_accountant.name, K, T,
                         step_size)
     B = n // T_used
     n_draws = 2 * K * T_used
@@ -371,7 +370,7 @@ def _below_cap(eta: float, eps0: float, B: int, L0: float) -> float:
 def _design(n: int, log_d: float, eps: float, dl: float, L0: float, L1: float, L2: float, regime: str,
             accountant: str, K: int | None, T: int | None, eta: float | None) -> tuple[int, int]:
     """(K, T) minimizing the bound of :func:`alg1_theory_params` (a utility search; eps0 from the budget path)."""
-    decades = math.ceil(math.log10(2.0 * _MAX_K * n)) if accountant in _TABLE_ACCOUNTANTS else 0
+    decades = math.ceil(math.log10(2.0 * _MAX_K * n)) if not get_accountant(accountant).closed_form_inverse else 0
 
     def evaluate(k: int) -> float:
         t = T if T is not None else _balanced_T(n, k, eps, dl, L0, log_d, accountant, decades)
@@ -471,7 +470,7 @@ def run_private_smd_saddle(
     K: int | None = None,
     T: int | None = None,
     step_size: float | None = None,
-    accountant: str = ACCOUNTANT,
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     enforce_privacy_cap: bool = True,
     trace: bool = False,
 ) -> Result:
@@ -497,9 +496,9 @@ def run_private_smd_saddle(
     K, T, step_size : optional
         Override the theory parameters (K >= 1, 1 <= T <= n, step size > 0 and <= the privacy cap).
     accountant : str
-        One of :data:`~dpsco_lib.privacy.accounting.budget.ACCOUNTANTS`: the accountant that calibrates the
+        One of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS`: the accountant that calibrates the
         per-draw budget (see :func:`alg1_theory_params`).  Default ``"best"``, the tightest valid accountant;
-        ``"advanced"`` is DRV10 (the default of earlier versions); ``"paper"`` is seed 001 Cor 3.6.
+        ``"advanced"`` is DRV10; ``"paper"`` is GGP24 Cor 3.6.
     enforce_privacy_cap : bool
         If False, a step size above the cap is accepted; the ledger then records the larger per-draw epsilon
         and the certificate exceeds the target.
@@ -540,7 +539,7 @@ def run_private_smd_saddle_many(
     K: int | None = None,
     T: int | None = None,
     step_size: float | None = None,
-    accountant: str = ACCOUNTANT,
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     enforce_privacy_cap: bool = True,
     chunk: int = 20_000,
 ) -> dict[str, Any]:

@@ -12,36 +12,45 @@ runner, break one input at a time, and check that the runner refuses it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from dpsco_lib.algorithms.anytime_smd import run_anytime_smd_sco
+from dpsco_lib.algorithms.anytime_smd import alg5_theory_params, run_anytime_smd_sco
 from dpsco_lib.algorithms.applications import run_alg1_query_release, run_group_blind_erm, run_group_robust_alg1
-from dpsco_lib.algorithms.bias_reduced_saddle import run_bias_reduced_smd_saddle
-from dpsco_lib.algorithms.boosted_saddle import run_boosted_saddle
+from dpsco_lib.algorithms.bias_reduced_saddle import alg3_theory_params, run_bias_reduced_smd_saddle
+from dpsco_lib.algorithms.boosted_saddle import alg4_theory_params, run_boosted_saddle
 from dpsco_lib.algorithms.dp_sgd import run_dp_sgd
-from dpsco_lib.algorithms.gg_vr_sfw import run_gg_vr_sfw
+from dpsco_lib.algorithms.gg_vr_sfw import gg_vr_sfw_theory_params, run_gg_vr_sfw
 from dpsco_lib.algorithms.mwem import run_mwem
-from dpsco_lib.algorithms.noisy_sgd import run_noisy_sgd
-from dpsco_lib.algorithms.nonconvex import run_private_proximal_weakly_convex, run_private_vr_fw_nonconvex
-from dpsco_lib.algorithms.poly_sfw import run_poly_sfw
-from dpsco_lib.algorithms.private_smd_saddle import run_private_smd_saddle, run_smd_saddle
+from dpsco_lib.algorithms.noisy_sgd import noisy_sgd_theory_params, run_noisy_sgd
+from dpsco_lib.algorithms.nonconvex import (
+    proximal_weakly_convex_theory_params,
+    run_private_proximal_weakly_convex,
+    run_private_vr_fw_nonconvex,
+    vr_fw_nonconvex_theory_params,
+)
+from dpsco_lib.algorithms.poly_sfw import poly_sfw_theory_params, run_poly_sfw
+from dpsco_lib.algorithms.private_smd_saddle import alg1_theory_params, run_private_smd_saddle, run_smd_saddle
 from dpsco_lib.algorithms.regularized_exponential import (
+    noisy_gd_theory_params,
+    pure_exp_theory_params,
+    regularized_exp_theory_params,
     run_noisy_gradient_descent,
     run_pure_exponential_mechanism,
     run_regularized_exponential_mechanism,
 )
-from dpsco_lib.algorithms.smd import run_smd
+from dpsco_lib.algorithms.smd import run_smd, smd_theory_params
 from dpsco_lib.algorithms.sparse import run_bias_reduced_dp_sgd, run_output_perturbation
-from dpsco_lib.algorithms.vr_frank_wolfe import run_private_vr_frank_wolfe
-from dpsco_lib.privacy.accounting.events import ADD_REMOVE, REPLACE_ONE
+from dpsco_lib.algorithms.vr_frank_wolfe import run_private_vr_frank_wolfe, vr_frank_wolfe_theory_params
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, GDP, Accountant
+from dpsco_lib.privacy.accounting.events import ADD_REMOVE, REPLACE_ONE, check_relation
 from dpsco_lib.problems.base import Problem, SaddleProblem
 from dpsco_lib.problems.dataset import Dataset
 
-__all__ = ["REGISTRY", "AlgorithmRecord", "Example", "get_algorithm", "private_algorithms"]
+__all__ = ["REGISTRY", "AlgorithmRecord", "Example", "Registry", "get_algorithm", "private_algorithms"]
 
 FAMILIES = ("convex", "frank_wolfe", "saddle", "applications", "lecture")
 
@@ -79,21 +88,32 @@ class AlgorithmRecord:
         ``run_<name>(problem, data, *, epsilon, delta, rng, **hyper) -> Result`` (or the runner's own data
         arguments, see :attr:`example`).
     theory_params : callable or None
-        The public ``<runner>_theory_params`` function (returns a frozen parameters class).
+        The public ``<runner>_theory_params`` function object (returns a frozen parameters class); None when the
+        runner has none.
     problem_kinds : tuple of type
         Problem classes the runner accepts (empty: it takes no Problem).
-    private : bool
-        Whether the runner certifies differential privacy through its ledger.
     relation : str or None
         Neighbouring relation of its certificate (``"replace_one"`` or ``"add_remove"``; None if non-private).
-    notebook : str
-        The notebook that checks it.
     family : str
         One of :data:`FAMILIES`.
     example : callable
         ``rng -> Example``: a small valid instance.
+    accountant : Accountant or None
+        The accountant the runner certifies with when called with its defaults (private records;
+        :data:`~dpsco_lib.privacy.accounting.accountants.DEFAULT_ACCOUNTANT` unless the mechanism is
+        Gaussian-only, where :data:`~dpsco_lib.privacy.accounting.accountants.GDP` is exact).
+    notebook : str or None
+        The notebook that checks it (book side; optional).
     benchmark : str or None
-        Name of its benchmark case in ``benchmarks/bench_cases.py``.
+        Name of its benchmark case in ``benchmarks/bench_cases.py`` (optional).
+
+    Raises
+    ------
+    TypeError
+        When ``runner``, ``example`` or ``theory_params`` is not callable (a theory function is referred to by its
+        function object, so a misspelt name fails when the registry is imported).
+    ValueError
+        When ``family`` is unknown, or a private record has no relation or accountant (or a non-private one has).
     """
 
     key: str
@@ -102,18 +122,75 @@ class AlgorithmRecord:
     runner: Callable[..., Any]
     theory_params: Callable[..., Any] | None
     problem_kinds: tuple[type, ...]
-    private: bool
     relation: str | None
-    notebook: str
     family: str
     example: Callable[[np.random.Generator], Example]
+    accountant: Accountant | None = None
+    notebook: str | None = None
     benchmark: str | None = None
 
     def __post_init__(self) -> None:
+        for attr in ("runner", "example"):
+            if not callable(getattr(self, attr)):
+                raise TypeError(f"{self.key}: {attr} must be callable, got {getattr(self, attr)!r}")
+        if self.theory_params is not None and not callable(self.theory_params):
+            raise TypeError(f"{self.key}: theory_params must be a function or None, got {self.theory_params!r}")
         if self.family not in FAMILIES:
             raise ValueError(f"family must be one of {FAMILIES}, got {self.family!r}")
-        if self.private != (self.relation is not None):
-            raise ValueError(f"{self.key}: a private record needs a relation, a non-private one none")
+        if self.relation is not None:
+            check_relation(self.relation)
+        if (self.accountant is not None) != self.private:
+            raise ValueError(f"{self.key}: a private record (relation set) needs an accountant, a non-private one none")
+        if self.accountant is not None and not isinstance(self.accountant, Accountant):
+            raise TypeError(f"{self.key}: accountant must be an Accountant, got {self.accountant!r}")
+
+    @property
+    def private(self) -> bool:
+        """Whether the runner certifies differential privacy through its ledger (it has a relation)."""
+        return self.relation is not None
+
+
+class Registry(Sequence[AlgorithmRecord]):
+    """An immutable, ordered collection of :class:`AlgorithmRecord` with unique keys.
+
+    The library's table is :data:`REGISTRY`; :meth:`register` returns a copy with one more record, which is how a
+    new algorithm is checked before it is added to the table (``tests/test_add_algorithm.py``).
+    """
+
+    def __init__(self, records: Sequence[AlgorithmRecord] = ()) -> None:
+        recs = tuple(records)
+        for r in recs:
+            if not isinstance(r, AlgorithmRecord):
+                raise TypeError(f"records must be AlgorithmRecords, got {type(r).__name__}")
+        keys = [r.key for r in recs]
+        dup = sorted({k for k in keys if keys.count(k) > 1})
+        if dup:
+            raise ValueError(f"record keys must be unique, got duplicates {dup}")
+        self._records = recs
+
+    def __getitem__(self, i):  # type: ignore[override]
+        return self._records[i]
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __repr__(self) -> str:
+        return f"Registry({len(self)} records)"
+
+    def register(self, record: AlgorithmRecord) -> Registry:
+        """A copy of this registry with ``record`` appended (``ValueError`` if its key is taken)."""
+        return Registry((*self._records, record))
+
+    def get(self, key: str) -> AlgorithmRecord:
+        """The record with this key; ``ValueError`` naming the known keys otherwise."""
+        for r in self._records:
+            if r.key == key:
+                return r
+        raise ValueError(f"key must be one of {[r.key for r in self._records]}, got {key!r}")
+
+    def private(self) -> tuple[AlgorithmRecord, ...]:
+        """The records that certify differential privacy."""
+        return tuple(r for r in self._records if r.private)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -279,58 +356,53 @@ def _ex_bias_reduced_sgd(rng: np.random.Generator) -> Example:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _theory(module: str, name: str) -> Callable[..., Any] | None:
-    import importlib
-
-    return getattr(importlib.import_module(f"dpsco_lib.algorithms.{module}"), name, None)
-
-
-def _rec(key: str, spec: str, name: str, runner: Callable[..., Any], theory: tuple[str, str] | None,
+def _rec(key: str, spec: str, name: str, runner: Callable[..., Any], theory: Callable[..., Any] | None,
          kinds: tuple[type, ...], relation: str | None, notebook: str, family: str,
-         example: Callable[[np.random.Generator], Example], benchmark: str | None = None) -> AlgorithmRecord:
-    return AlgorithmRecord(key, spec, name, runner, _theory(*theory) if theory else None, kinds,
-                           relation is not None, relation, notebook, family, example, benchmark)
+         example: Callable[[np.random.Generator], Example], benchmark: str | None = None,
+         accountant: Accountant | None = DEFAULT_ACCOUNTANT) -> AlgorithmRecord:
+    return AlgorithmRecord(key, spec, name, runner, theory, kinds, relation, family, example,
+                           accountant if relation is not None else None, notebook, benchmark)
 
 
 _P, _S = (Problem,), (SaddleProblem,)
-REGISTRY: tuple[AlgorithmRecord, ...] = (
-    _rec("S1 SMD", "S1", "stochastic mirror descent", run_smd, ("smd", "smd_theory_params"), _P, None,
+REGISTRY: Registry = Registry((
+    _rec("S1 SMD", "S1", "stochastic mirror descent", run_smd, smd_theory_params, _P, None,
          "03_mirror_descent_lp", "convex", _ex_smd, "smd (non-private)"),
-    _rec("S2 noisy SGD", "S2", "noisy SGD (BFTT19)", run_noisy_sgd, ("noisy_sgd", "noisy_sgd_theory_params"), _P,
-         REPLACE_ONE, "05_polyhedral_frank_wolfe", "convex", _ex_l1, "noisy_sgd"),
+    _rec("S2 noisy SGD", "S2", "noisy SGD (BFTT19)", run_noisy_sgd, noisy_sgd_theory_params, _P,
+         REPLACE_ONE, "05_polyhedral_frank_wolfe", "convex", _ex_l1, "noisy_sgd", accountant=GDP),
     _rec("D4 DP-SGD", "D4", "DP-SGD (Poisson subsampling)", run_dp_sgd, None, _P, ADD_REMOVE,
          "14_lecture_topics_mean_and_dpsgd", "lecture", _ex_dp_sgd, "dp_sgd"),
     _rec("F1 Poly-SFW", "F1", "polyhedral stochastic Frank-Wolfe", run_poly_sfw,
-         ("poly_sfw", "poly_sfw_theory_params"), _P, REPLACE_ONE, "05_polyhedral_frank_wolfe", "frank_wolfe",
+         poly_sfw_theory_params, _P, REPLACE_ONE, "05_polyhedral_frank_wolfe", "frank_wolfe",
          _ex_l1, "poly_sfw"),
     _rec("F2 tree FW", "F2", "tree-structured variance-reduced Frank-Wolfe (AFKT21)", run_private_vr_frank_wolfe,
-         ("vr_frank_wolfe", "vr_frank_wolfe_theory_params"), _P, REPLACE_ONE, "05_polyhedral_frank_wolfe",
+         vr_frank_wolfe_theory_params, _P, REPLACE_ONE, "05_polyhedral_frank_wolfe",
          "frank_wolfe", _ex_l1, "private_vr_frank_wolfe"),
     _rec("F3 GG-VR-SFW naive", "F3", "generalized-Gaussian VR-SFW, naive", run_gg_vr_sfw,
-         ("gg_vr_sfw", "gg_vr_sfw_theory_params"), _P, REPLACE_ONE, "06_lp_frank_wolfe_lower_bound",
+         gg_vr_sfw_theory_params, _P, REPLACE_ONE, "06_lp_frank_wolfe_lower_bound",
          "frank_wolfe", _ex_gg("naive"), "gg_vr_sfw_naive"),
     _rec("F3 GG-VR-SFW tree", "F3", "generalized-Gaussian VR-SFW, tree", run_gg_vr_sfw,
-         ("gg_vr_sfw", "gg_vr_sfw_theory_params"), _P, REPLACE_ONE, "06_lp_frank_wolfe_lower_bound",
+         gg_vr_sfw_theory_params, _P, REPLACE_ONE, "06_lp_frank_wolfe_lower_bound",
          "frank_wolfe", _ex_gg("tree"), "gg_vr_sfw_tree"),
     _rec("N1 VR-FW nonconvex", "N1", "private variance-reduced Frank-Wolfe (stationarity)",
-         run_private_vr_fw_nonconvex, ("nonconvex", "vr_fw_nonconvex_theory_params"), _P, REPLACE_ONE,
+         run_private_vr_fw_nonconvex, vr_fw_nonconvex_theory_params, _P, REPLACE_ONE,
          "07_nonconvex_stationarity", "frank_wolfe", _ex_nonconvex),
     _rec("N1 proximal weakly convex", "N1", "private proximal method for weakly convex losses",
-         run_private_proximal_weakly_convex, ("nonconvex", "proximal_weakly_convex_theory_params"), _P,
-         REPLACE_ONE, "07_nonconvex_stationarity", "frank_wolfe", _ex_nonconvex_weak),
+         run_private_proximal_weakly_convex, proximal_weakly_convex_theory_params, _P,
+         REPLACE_ONE, "07_nonconvex_stationarity", "frank_wolfe", _ex_nonconvex_weak, accountant=GDP),
     _rec("A1 private SMD saddle", "A1", "private stochastic mirror descent for saddle points (Algorithm 1)",
-         run_private_smd_saddle, ("private_smd_saddle", "alg1_theory_params"), _S, REPLACE_ONE,
+         run_private_smd_saddle, alg1_theory_params, _S, REPLACE_ONE,
          "09_private_smd_saddle", "saddle", _ex_alg1, "private_smd_saddle"),
     _rec("A1 SMD saddle (non-private)", "A1", "stochastic mirror descent for saddle points", run_smd_saddle, None,
          _S, None, "09_private_smd_saddle", "saddle", _ex_smd_saddle),
     _rec("A3 bias-reduced SMD", "A3", "bias-reduced SMD with a random stopping time (Algorithm 3)",
-         run_bias_reduced_smd_saddle, ("bias_reduced_saddle", "alg3_theory_params"), _S, REPLACE_ONE,
+         run_bias_reduced_smd_saddle, alg3_theory_params, _S, REPLACE_ONE,
          "10_bias_reduced_smd", "saddle", _ex_alg3, "bias_reduced_smd_saddle"),
     _rec("A4 boosted", "A4", "boosting with private selection (Algorithm 4)", run_boosted_saddle,
-         ("boosted_saddle", "alg4_theory_params"), _S, REPLACE_ONE, "11_boosted_saddle_high_probability", "saddle",
+         alg4_theory_params, _S, REPLACE_ONE, "11_boosted_saddle_high_probability", "saddle",
          _ex_alg4, "boosted_saddle"),
     _rec("A5 anytime SMD", "A5", "anytime online-to-batch SMD (Algorithm 5)", run_anytime_smd_sco,
-         ("anytime_smd", "alg5_theory_params"), _P, REPLACE_ONE, "12_anytime_online_to_batch", "convex", _ex_alg5,
+         alg5_theory_params, _P, REPLACE_ONE, "12_anytime_online_to_batch", "convex", _ex_alg5,
          "anytime_smd_sco"),
     _rec("X1 query release", "X1", "private query release by Algorithm 1", run_alg1_query_release, None, (),
          REPLACE_ONE, "13_applications_synthetic_data_and_fairness", "applications", _ex_query_release),
@@ -341,29 +413,26 @@ REGISTRY: tuple[AlgorithmRecord, ...] = (
     _rec("X2 group-blind ERM", "X2", "group-blind private ERM (baseline)", run_group_blind_erm, None, _S,
          REPLACE_ONE, "13_applications_synthetic_data_and_fairness", "applications", _ex_group),
     _rec("R2 regularized EM", "R2", "regularized exponential mechanism", run_regularized_exponential_mechanism,
-         ("regularized_exponential", "regularized_exp_theory_params"), (), REPLACE_ONE,
-         "15_regularized_exponential_mechanism", "lecture", _ex_rem),
+         regularized_exp_theory_params, (), REPLACE_ONE,
+         "15_regularized_exponential_mechanism", "lecture", _ex_rem, accountant=GDP),
     _rec("R2 pure EM", "R2", "exponential mechanism over the feasible set (pure DP)",
-         run_pure_exponential_mechanism, ("regularized_exponential", "pure_exp_theory_params"), (), REPLACE_ONE,
+         run_pure_exponential_mechanism, pure_exp_theory_params, (), REPLACE_ONE,
          "15_regularized_exponential_mechanism", "lecture", _ex_pure_em),
     _rec("R2 noisy GD", "R2", "noisy gradient descent (baseline)", run_noisy_gradient_descent,
-         ("regularized_exponential", "noisy_gd_theory_params"), (), REPLACE_ONE,
-         "15_regularized_exponential_mechanism", "lecture", _ex_noisy_gd),
+         noisy_gd_theory_params, (), REPLACE_ONE,
+         "15_regularized_exponential_mechanism", "lecture", _ex_noisy_gd, accountant=GDP),
     _rec("Z2 output perturbation", "Z2", "sparse output perturbation", run_output_perturbation, None, _P,
-         REPLACE_ONE, "16_sparse_gradients", "lecture", _ex_output_perturbation),
+         REPLACE_ONE, "16_sparse_gradients", "lecture", _ex_output_perturbation, accountant=GDP),
     _rec("Z3 bias-reduced DP-SGD", "Z3", "bias-reduced DP-SGD for sparse gradients", run_bias_reduced_dp_sgd, None,
          _P, REPLACE_ONE, "16_sparse_gradients", "lecture", _ex_bias_reduced_sgd),
-)
+))
 
 
 def get_algorithm(key: str) -> AlgorithmRecord:
-    """The record with this key; ``ValueError`` naming the known keys otherwise."""
-    for r in REGISTRY:
-        if r.key == key:
-            return r
-    raise ValueError(f"key must be one of {[r.key for r in REGISTRY]}, got {key!r}")
+    """The record of :data:`REGISTRY` with this key; ``ValueError`` naming the known keys otherwise."""
+    return REGISTRY.get(key)
 
 
 def private_algorithms() -> tuple[AlgorithmRecord, ...]:
-    """The records that certify differential privacy."""
-    return tuple(r for r in REGISTRY if r.private)
+    """The records of :data:`REGISTRY` that certify differential privacy."""
+    return REGISTRY.private()

@@ -1,6 +1,7 @@
 r"""The regularized exponential mechanism and its Gaussian-DP guarantee (Spec R1, R2; Gopi, Lee and Liu 2022).
 
-Mechanism (seed 003, section 2). Given a dataset :math:`\mathcal D = (z_1, \dots, z_n)` and
+Mechanism (the lecture "private convex optimization via sampling" [PCOS], section 2). Given a dataset
+:math:`\mathcal D = (z_1, \dots, z_n)` and
 :math:`G`-Lipschitz (in :math:`\ell_2`) convex per-sample losses :math:`\ell(x, z)` on a convex body
 :math:`K \subset \mathbb R^d` (default: the Euclidean ball of radius R), output one draw
 
@@ -10,13 +11,13 @@ Mechanism (seed 003, section 2). Given a dataset :math:`\mathcal D = (z_1, \dots
 **Privacy (Spec R1).** Seed 003 Thm 1: if :math:`F, \tilde F` are :math:`m`-strongly convex on K and
 :math:`\tilde F - F` is :math:`\Gamma`-Lipschitz, then :math:`T(e^{-F} \| e^{-\tilde F}) \ge
 T(\mathcal N(0,1)\|\mathcal N(\Gamma/\sqrt m, 1))`. Here :math:`F = k(f + \mu\|x\|^2/2)` is
-:math:`k\mu`-strongly convex and, for **replace-one** neighbours (the seed's definition: the databases
+:math:`k\mu`-strongly convex and, for **replace-one** neighbours (the lecture's definition: the databases
 agree on all inputs but one), :math:`\tilde F - F = \tfrac kn(\ell(\cdot, z') - \ell(\cdot, z))` is
 :math:`2Gk/n`-Lipschitz. Hence the mechanism is :math:`\mu_{GDP}`-GDP (Dong, Roth and Su 2022) with
 
 .. math:: \mu_{GDP} = \frac{2Gk/n}{\sqrt{k\mu}} = \frac{2G\sqrt k}{n\sqrt\mu},
 
-which is the constant of seed 003 Thm 3 (the factor 2 is the replace-one Lipschitz constant; under
+which is the constant of [PCOS] Thm 3 (the factor 2 is the replace-one Lipschitz constant; under
 add/remove-one neighbours the difference is one loss, G-Lipschitz, but the normalisation 1/n also
 changes, so we do not use that variant). This is what :func:`regularized_exp_mu_gdp` implements.
 The bound is attained by linear losses :math:`\ell(x, z) = G\langle z, x\rangle` when K is large compared to
@@ -32,7 +33,7 @@ returns the exact GDP conversion (``"best"`` resolves to GDP for Gaussian events
 convex f): :math:`\mathbb E_\nu F/k - \min_K F/k \le d/k`, i.e. for the regularized objective
 :math:`f_\mu = f + \mu\|\cdot\|^2/2`, :math:`\mathbb E_\nu f_\mu - \min_K f_\mu \le d/k`, and therefore
 :math:`\mathbb E_\nu f - \min_K f \le d/k + \mu R_K^2/2` with :math:`R_K = \max_{x\in K}\|x\|_2`
-(:math:`\le D` when :math:`0 \in K`, which gives the seed's :math:`d/k + \mu D^2/2`).
+(:math:`\le D` when :math:`0 \in K`, which gives the lecture's :math:`d/k + \mu D^2/2`).
 
 **Choice of (k, mu)** (:func:`regularized_exp_theory_params`). For a target (eps, delta), let
 :math:`\mu^\star` be the largest GDP parameter with :math:`\delta_{\mu^\star}(\varepsilon) \le \delta`
@@ -82,7 +83,8 @@ from dpsco_lib.algorithms.samplers import (
 )
 from dpsco_lib.geometry.sets import FeasibleSet
 from dpsco_lib.privacy.accounting import PrivacyLedger
-from dpsco_lib.privacy.accounting.budget import check_accountant, gaussian_noise_multiplier
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike, gaussian_accountant
+from dpsco_lib.privacy.accounting.budget import gaussian_noise_multiplier
 from dpsco_lib.problems.lecture import (
     LinearLossProblem,
     LogisticRegressionProblem,
@@ -133,7 +135,7 @@ def _check_problem(problem: Any) -> Problem:
 
 
 def regularized_exp_mu_gdp(*, n: int, G: float, k: float, mu: float) -> float:
-    r""":math:`\mu_{GDP} = 2G\sqrt k/(n\sqrt\mu)` of the regularized exponential mechanism (seed 003 Thm 3,
+    r""":math:`\mu_{GDP} = 2G\sqrt k/(n\sqrt\mu)` of the regularized exponential mechanism ([PCOS] Thm 3,
     replace-one neighbours; see the module docstring). Spec R1."""
     n = check_int(n, "n", lo=1)
     G = check_positive(G, "G")
@@ -142,14 +144,14 @@ def regularized_exp_mu_gdp(*, n: int, G: float, k: float, mu: float) -> float:
     return 2.0 * G * math.sqrt(k) / (n * math.sqrt(mu))
 
 
-def gdp_mu_star(epsilon: float, *, delta: float, accountant: str = "gdp") -> float:
+def gdp_mu_star(epsilon: float, *, delta: float, accountant: AccountantLike = DEFAULT_ACCOUNTANT) -> float:
     r"""The largest GDP parameter :math:`\mu^\star` whose mechanism is certified (eps, delta)-DP. Spec R1.
 
     A :math:`\mu`-GDP mechanism is recorded as the Gaussian event with noise multiplier :math:`1/\mu` (module
     docstring), so :math:`\mu^\star = 1/m` with m =
     :func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier` (eps, delta, ``accountant``): the
-    privacy budget path that inverts the ledger's certificate. ``accountant="gdp"`` (default) is exact: the root
-    of :math:`\delta_\mu(\varepsilon) = \delta` (DRS22 Cor 2.13); it is also what ``"best"`` resolves to.
+    privacy budget path that inverts the ledger's certificate. ``accountant="gdp"`` (the default ``"best"`` resolves to
+    it) is exact: the root of :math:`\delta_\mu(\varepsilon) = \delta` (DRS22 Cor 2.13).
     """
     return 1.0 / gaussian_noise_multiplier(epsilon, delta, accountant=accountant).value
 
@@ -183,12 +185,12 @@ def regularized_exp_theory_params(
     delta: float,
     *,
     radius: float | None = None,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> RegularizedExpParams:
     r"""(k, mu) for a target (eps, delta) (Spec R1, R2).
 
     :math:`\mu^\star` = :func:`gdp_mu_star` (eps, delta, ``accountant``); with :math:`R` = ``radius`` (the largest
-    norm of a point of K; default ``D``, valid when :math:`0 \in K`, as in seed 003 Thm 3),
+    norm of a point of K; default ``D``, valid when :math:`0 \in K`, as in [PCOS] Thm 3),
     :math:`k = \sqrt d\, n\mu^\star/(\sqrt2\,GR)`, :math:`\mu = 4G^2k/(n^2\mu^{\star2})`, so that
     :math:`\mu_{GDP} = \mu^\star` and the bound :math:`d/k + \mu R^2/2 = 2\sqrt{2d}\,GR/(n\mu^\star)`.
     """
@@ -226,7 +228,7 @@ def pure_exp_theory_params(n: int, G: float, D: float, epsilon: float) -> PureEx
     r"""k = eps n/(2 G D) for the pure-DP exponential mechanism :math:`\nu \propto e^{-kf}` on K: for
     replace-one neighbours :math:`\tilde f - f` is (2G/n)-Lipschitz, so its oscillation on K is at most
     :math:`2GD/n` and the log density ratio at most :math:`2kGD/n = \varepsilon`. Its utility is
-    :math:`d/k = 2GDd/(n\varepsilon)` (Lemma 2), the O(GDd/(n eps)) rate of seed 003. Spec R2."""
+    :math:`d/k = 2GDd/(n\varepsilon)` (Lemma 2), the O(GDd/(n eps)) rate of [PCOS]. Spec R2."""
     n = check_int(n, "n", lo=1)
     G = check_positive(G, "G")
     D = check_positive(D, "D")
@@ -324,16 +326,9 @@ def sample_regularized_exponential(
 # ---------------------------------------------------------------------------------------------------------
 
 
-_GAUSSIAN_ACCOUNTANTS = ("gdp", "best", "rdp", "pld")
-
-
 def _gaussian_accountant(accountant: Any) -> str:
-    """Validate ``accountant`` for a mu-GDP / Gaussian guarantee: one of gdp, best, rdp, pld."""
-    accountant = check_accountant(accountant)
-    if accountant not in _GAUSSIAN_ACCOUNTANTS:
-        raise ValueError(f"accountant must be one of {_GAUSSIAN_ACCOUNTANTS} for this Gaussian-DP mechanism, "
-                         f"got {accountant!r}")
-    return accountant
+    """The name of the accountant that certifies this mu-GDP / Gaussian guarantee (``"best"`` is GDP, exact)."""
+    return gaussian_accountant(accountant).name
 
 
 def _n_records(data: Any) -> int:
@@ -350,7 +345,7 @@ def run_regularized_exponential_mechanism(
     k: float | None = None,
     mu: float | None = None,
     sampler_delta_fraction: float = 0.01,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> Result:
     r"""Run the regularized exponential mechanism at a target (eps, delta) (Spec R1, R2; GLL22).
 
@@ -360,8 +355,8 @@ def run_regularized_exponential_mechanism(
     :math:`(\varepsilon, \delta_0 + (1+e^\varepsilon)\tau) = (\varepsilon, \delta)`-DP. If (k, mu) are given
     their certificate at :math:`\delta_0` must be at most epsilon, else ValueError.
 
-    ``accountant`` converts the mechanism's mu-GDP contract to (eps, delta): ``"gdp"`` (default, exact, the
-    calibration of earlier versions), ``"best"`` (the tightest valid accountant; equal to GDP here), ``"rdp"`` or
+    ``accountant`` converts the mechanism's mu-GDP contract to (eps, delta): ``"gdp"`` (exact, the
+    analytic calibration), ``"best"`` (the default: the tightest valid accountant, which is GDP here), ``"rdp"`` or
     ``"pld"`` (looser: more regularization). The ledger records one Gaussian mechanism with noise multiplier
     :math:`1/\mu_{GDP}` (mu-GDP is exactly that mechanism's privacy curve);
     ``result.certified_epsilon(info["delta_mechanism"])`` certifies eps for the exact sampler and
@@ -502,7 +497,7 @@ def _noisy_gd_params(T: int, sigma: float, n: int, d: int, G: float, D: float) -
 
 def noisy_gd_theory_params(
     n: int, d: int, G: float, D: float, epsilon: float, delta: float, *, n_steps: int | None = None,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> NoisyGDParams:
     r"""Full-batch noisy projected gradient descent at a target (eps, delta) (Spec R2 baseline).
 
@@ -540,14 +535,14 @@ def run_noisy_gradient_descent(
     delta: float,
     rng: np.random.Generator,
     n_steps: int | None = None,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> Result:
     """Noisy projected full-batch gradient descent with the averaged iterate (see :func:`noisy_gd_theory_params`).
 
     ``n_steps`` overrides T (the noise is recalibrated so that the run stays (eps, delta)-DP). ``accountant``:
-    ``"gdp"`` (default, exact for Gaussian steps), ``"best"`` (the tightest valid accountant, GDP here),
-    ``"rdp"``, ``"pld"``. The ledger records T Gaussian mechanisms with noise multiplier sigma, the events the
-    calibration inverted; ``result.certified_epsilon(delta)`` certifies eps. Spec R2 baseline.
+    ``"gdp"`` (the default ``"best"`` resolves to it; exact for Gaussian steps), ``"best"`` (the tightest valid
+    accountant, GDP here), ``"rdp"``, ``"pld"``. The ledger records T Gaussian mechanisms with noise multiplier sigma,
+    the events the calibration inverted; ``result.certified_epsilon(delta)`` certifies eps. Spec R2 baseline.
     """
     problem = _check_problem(problem)
     data = problem.check_data(data)
@@ -556,6 +551,7 @@ def run_noisy_gradient_descent(
     rng = check_rng(rng)
     K = problem.feasible_set
     G, D, d = problem.lipschitz, K.diameter(2.0), problem.d
+    accountant = _gaussian_accountant(accountant)
     tp = noisy_gd_theory_params(_n_records(data), d, G, D, epsilon, delta, n_steps=n_steps, accountant=accountant)
     T, sigma, s, step = tp.T, tp.noise_multiplier, tp.noise_std, tp.step_size
     x = K.project(K.center()[None, :])
@@ -598,7 +594,7 @@ def exact_tradeoff_curve_1d(
     :math:`q_i/p_i`, randomizing on the boundary cell; sorting the cells by decreasing ratio traces the
     lower boundary :math:`(\alpha_j, \beta_j) = (\sum_{i\le j} p_i,\ 1 - \sum_{i \le j} q_i)`, linearly
     interpolated (Dong, Roth and Su 2022, Def 2.1). Discretization error is O(1/n_grid^2) in each mass.
-    Compare with ``gdp_tradeoff(mu_gdp, alpha)`` (seed 003 Thm 1/3). Spec R1.
+    Compare with ``gdp_tradeoff(mu_gdp, alpha)`` ([PCOS] Thm 1, Thm 3). Spec R1.
     """
     problem = _check_problem(problem)
     if problem.d != 1:

@@ -1,4 +1,4 @@
-r"""DP optimization with sparse gradients (Spec Z1, Z2, Z3; seed 004, poster "DP optimization with sparse
+r"""DP optimization with sparse gradients (Spec Z1, Z2, Z3; the poster "DP optimization with sparse
 gradients").
 
 Setting: per-sample vectors (gradients) :math:`z` with :math:`\|z\|_0 \le s` and :math:`\|z\|_2 \le L`, hence
@@ -42,7 +42,8 @@ from dpsco_lib._validation import (
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.geometry.sets import project_l1_ball
 from dpsco_lib.privacy.accounting import AdvancedCompositionFilter, PrivacyLedger
-from dpsco_lib.privacy.accounting.budget import check_accountant, gaussian_noise_multiplier
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike, gaussian_accountant
+from dpsco_lib.privacy.accounting.budget import gaussian_noise_multiplier
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.lecture import SparseLogisticSampler
 
@@ -130,7 +131,7 @@ def sample_sparse_vectors(
 # ---------------------------------------------------------------------------------------------------------
 def _z1_release(
     mean: np.ndarray, n: int, s: int, L: float, eps: float, dlt: float, rng: np.random.Generator,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> tuple[np.ndarray, float, float]:
     """Noise + l1 projection; returns (estimate, noise scale, Gaussian noise multiplier or nan). Laplace when
     dlt == 0 (scale = l1 sensitivity / eps, no budget to solve), else Gaussian with the multiplier of the budget
@@ -154,18 +155,18 @@ def sparse_mean_estimate(
     epsilon: float,
     delta: float = 0.0,
     rng: np.random.Generator,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> Result:
     r"""DP mean of s-sparse vectors with :math:`\|z\|_2 \le L`: noise + projection on the :math:`\ell_1` ball of
-    radius :math:`L\sqrt s` (Spec Z1; seed 004 after BST14-type projection estimators).
+    radius :math:`L\sqrt s` (Spec Z1; the sparse-gradients poster, after BST14-type projection estimators).
 
     ``delta == 0``: :math:`\xi \sim \mathrm{Lap}(2L\sqrt s/(n\varepsilon))^d`, pure :math:`\varepsilon`-DP
     (:math:`\|z - z'\|_1 \le 2L\sqrt s`). ``delta > 0``: :math:`\xi \sim N(0, \sigma^2 I)` with
     :math:`\sigma = (2L/n)\,m`, m = :func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier`
-    (:math:`\varepsilon`, :math:`\delta`, ``accountant``; ``"gdp"``, the default, is exact and equals the analytic
-    Gaussian calibration; ``"best"`` is the tightest valid accountant, GDP here). Projection is post-processing. Error:
-    :math:`\|\hat z - \bar z\|_2 \le 2\sqrt{L\sqrt s\,\|\xi\|_\infty}` (deterministic, since :math:`\bar z` is
-    in the ball), i.e. :math:`O(\sqrt{L^2 s\log d/(n\varepsilon)})` for Laplace.
+    (:math:`\varepsilon`, :math:`\delta`, ``accountant``; ``"gdp"`` (the default ``"best"`` resolves to it) is exact and
+    equals the analytic Gaussian calibration; ``"best"`` is the tightest valid accountant, GDP here). Projection is
+    post-processing. Error: :math:`\|\hat z - \bar z\|_2 \le 2\sqrt{L\sqrt s\,\|\xi\|_\infty}` (deterministic, since
+    :math:`\bar z` is in the ball), i.e. :math:`O(\sqrt{L^2 s\log d/(n\varepsilon)})` for Laplace.
 
     Parameters
     ----------
@@ -187,7 +188,7 @@ def sparse_mean_estimate(
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
     rng = check_rng(rng)
-    accountant = check_accountant(accountant)
+    accountant = gaussian_accountant(accountant).name
     mean, n, d = _sparse_rows(Z, s, L)
     est, scale, mult = _z1_release(mean, n, s, L, eps, dlt, rng, accountant)
     led = PrivacyLedger()
@@ -251,9 +252,9 @@ def sparse_mean_estimate_cs(
     n_measurements: int | None = None,
     matrix_failure: float | None = None,
     feasibility_level: float = 0.05,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> Result:
-    r"""Compressed-sensing DP sparse mean (Spec Z1, seed 004 "noisy compressed sensing" variant).
+    r"""Compressed-sensing DP sparse mean (Spec Z1, the sparse-gradients poster's "noisy compressed sensing" variant).
 
     Draw :math:`A` with i.i.d. :math:`N(0, 1/m)` entries, :math:`m` = ``n_measurements`` (default
     :math:`\lceil 4s\log(d/s)\rceil`), independent of the data. The replace-one change of :math:`\bar z` is
@@ -278,7 +279,7 @@ def sparse_mean_estimate_cs(
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta, allow_zero=False)
     rng = check_rng(rng)
-    accountant = check_accountant(accountant)
+    accountant = gaussian_accountant(accountant).name
     gamma = check_probability(feasibility_level, "feasibility_level", open_left=True, open_right=True)
     mean, n, d = _sparse_rows(Z, s, L)
     m = _cs_rows(d, s) if n_measurements is None else check_int(n_measurements, "n_measurements", lo=1)
@@ -395,7 +396,7 @@ def run_output_perturbation(
     sparsity: int,
     rng: np.random.Generator,
     project: bool = True,
-    accountant: str = "gdp",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> Result:
     r"""Output perturbation with :math:`\ell_1` projection for regularized ERM with s-sparse gradients (Spec Z2).
 
@@ -408,16 +409,16 @@ def run_output_perturbation(
     exact minimizer.
 
     ``accountant`` calibrates the Gaussian version: :math:`\sigma = \Delta_2 m` with m =
-    :func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier` (``"gdp"``, the default, is exact and
-    equals the analytic Gaussian calibration; ``"best"`` is the tightest valid accountant, GDP here); the ledger
-    records that Gaussian event. The Laplace version (``delta == 0``) has no budget to solve.
+    :func:`~dpsco_lib.privacy.accounting.budget.gaussian_noise_multiplier` (``"gdp"`` (the default ``"best"`` resolves
+    to it) is exact and equals the analytic Gaussian calibration; ``"best"`` is the tightest valid accountant, GDP
+    here); the ledger records that Gaussian event. The Laplace version (``delta == 0``) has no budget to solve.
     """
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
     s = check_int(sparsity, "sparsity", lo=1)
     lam = check_positive(lam, "lam")
     rng = check_rng(rng)
-    accountant = check_accountant(accountant)
+    accountant = gaussian_accountant(accountant).name
     data = _runner_inputs(problem, data)
     L, H = _grad_info(problem)
     if float(getattr(problem, "p", 2.0)) != 2.0:

@@ -63,7 +63,7 @@ the accountant the library has always certified this tree with; ``"rdp"``, ``"ad
 ``"kov"`` certify with that one alone, usually with a smaller ``theta``; ``"paper"`` has no closed form here and
 raises). ``delta = 0``: ``eps_j = epsilon/m_j`` (basic composition, pure DP).
 
-Rate (AFKT21, as stated in seed 000): ``O((L0 D + L1 D^2) sqrt(ln|V|/n) ln n + L1 D^2 (ln|V| ln^2 n
+Rate (AFKT21, as stated in Bassily-Guzmán-Nandi 2021): ``O((L0 D + L1 D^2) sqrt(ln|V|/n) ln n + L1 D^2 (ln|V| ln^2 n
 ln(1/delta)/(eps n))^{2/3})`` with ``T ~ (eps n / (ln|V| sqrt(ln(1/delta))))^{2/3}`` leaves (the default).
 
 The tree and batch schedule (:func:`tree_batch_schedule`) is shared with the GG version (Spec F3,
@@ -95,9 +95,11 @@ from dpsco_lib.algorithms._result import Result
 from dpsco_lib.geometry.norms import lp_norm
 from dpsco_lib.geometry.sets import vertex_oracle
 from dpsco_lib.privacy.accounting import PrivacyLedger
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, AccountantLike
 from dpsco_lib.privacy.accounting.budget import check_accountant, parallel_per_step_epsilons
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.testing import noise_scale
 
 __all__ = [
     "DISTANCES",
@@ -208,7 +210,9 @@ def tree_ledger(depth_epsilons: np.ndarray, *, depth: int) -> PrivacyLedger:
     return PrivacyLedger.parallel(*parts, label="disjoint tree batches (Spec F2): worst depth")
 
 
-def tree_depth_epsilons(epsilon: float, *, delta: float, depth: int, accountant: str = "best") -> np.ndarray:
+def tree_depth_epsilons(
+    epsilon: float, *, delta: float, depth: int, accountant: AccountantLike = DEFAULT_ACCOUNTANT
+) -> np.ndarray:
     r"""Per-depth per-selection budgets ``eps_j``, ``j = 0..k``, of the tree of Spec F2 (module docstring).
 
     Depth ``j`` runs ``m_j = 2^(k - j)`` selections per record; the budgets are
@@ -287,7 +291,7 @@ def vr_frank_wolfe_theory_params(
     depth: int | None = None,
     batch_size: int | None = None,
     step_size: float | None = None,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
 ) -> VrFrankWolfeParams:
     r"""Hyperparameters of the private VR Frank-Wolfe of Spec F2 (AFKT21) and its rate bound.
 
@@ -410,9 +414,9 @@ def _setup(problem: Problem, data: Dataset, epsilon: float, delta: float, rng: A
     check_rng(rng)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
-    check_accountant(accountant)
+    accountant = check_accountant(accountant)
     check_bool(trace, "trace")
-    noise_mult = check_positive(noise_multiplier, "_noise_multiplier")
+    noise_mult = check_positive(noise_multiplier, "noise_scale()")
     if distance not in DISTANCES:
         raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}")
     try:
@@ -491,9 +495,8 @@ def run_private_vr_frank_wolfe(
     batch_size: int | None = None,
     step_size: float | None = None,
     distance: str = "realized",
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     trace: bool = False,
-    _noise_multiplier: float = 1.0,
 ) -> Result:
     r"""Private variance-reduced Frank-Wolfe with tree-structured batches (Spec F2; AFKT21); ``(eps, delta)``-DP.
 
@@ -525,9 +528,6 @@ def run_private_vr_frank_wolfe(
         ``"basic"`` (module docstring; ``"paper"`` raises ``ValueError``: no closed form for the tree).
     trace : bool
         Record the selected vertices and the Laplace scale of every leaf.
-    _noise_multiplier : float
-        Private test hook: multiplies every Laplace scale while the ledger keeps the certified budget (the
-        privacy tests use ``0.5`` to build a broken variant that audits must catch). Never pass it otherwise.
 
     Returns
     -------
@@ -540,7 +540,7 @@ def run_private_vr_frank_wolfe(
         ``D ||Z||_q``, Spec F3) and gradient-evaluation counts.
     """
     st = _setup(problem, data, epsilon, delta, rng, depth, batch_size, step_size, accountant, distance, trace,
-                _noise_multiplier)
+                noise_scale())
     out = _tree_loop(problem, st, rng, distance)
     prm, scales = st.params, out["scales"]
     w = fw_weights(st.etas)

@@ -1,4 +1,4 @@
-"""Loss families with their constants, data generators and exact population optima (DESIGN.md section 3).
+"""Loss families with their constants, data generators and exact population optima.
 
 Convex programs (:class:`Problem`): least squares with closed-form population risk (Spec S1), logistic
 regression (population = a large fixed sample), a nonconvex robust regression (Spec N1).

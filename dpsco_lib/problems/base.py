@@ -1,7 +1,7 @@
 """Base classes: a stochastic convex problem (:class:`Problem`) and a stochastic convex-concave saddle
 point problem (:class:`SaddleProblem`), with their declared constants and exact population optima.
 
-Conventions (DESIGN.md section 3, Spec S1 setup and the l1 setting of A1):
+Conventions (Spec S1 setup and the l1 setting of A1):
 
 - the setup norm is ||.||_p on the feasible set; gradients are measured in the dual norm ||.||_q,
   1/p + 1/q = 1.  ``L0`` bounds ||grad f(x; z)||_q, ``L1`` bounds

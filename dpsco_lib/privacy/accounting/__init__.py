@@ -2,6 +2,8 @@
 
 Contents
 --------
+* Accountants as objects (:mod:`~dpsco_lib.privacy.accounting.accountants`): what each supports and
+  certifies, :func:`get_accountant` by name, and the library's one :data:`DEFAULT_ACCOUNTANT`.
 * Typed privacy events (:mod:`~dpsco_lib.privacy.accounting.events`): one frozen record per mechanism
   (Laplace / report-noisy-max, exponential mechanism as bounded-range, Gaussian, Poisson-subsampled Gaussian,
   generalized Gaussian, self-composition, composition, parallel composition), each with its neighbouring
@@ -12,9 +14,9 @@ Contents
   function, so calibration and certificate cannot disagree.
 * Composition of pure eps-DP steps: basic, advanced (Dwork-Rothblum-Vadhan 2010, DRV10), the optimal
   composition of Kairouz-Oh-Viswanath 2015 (KOV15), inverse solvers for the per-step budget and the
-  rule of seed 001 Cor 3.6.
-* Fully adaptive composition: the privacy filter of Whitehouse-Ramdas-Rogers-Wu 2023 (WRRW23, seed 001
-  Thm 3.5), :class:`AdvancedCompositionFilter`.
+  papers' per-step rule (Bassily-Guzman-Nandi 2021).
+* Fully adaptive composition: the privacy filter of Whitehouse-Ramdas-Rogers-Wu 2023 (WRRW23),
+  :class:`AdvancedCompositionFilter`.
 * Renyi DP (Mironov 2017, Mir17): Gaussian, Poisson-subsampled Gaussian (Mironov-Talwar-Zhang 2019,
   MTZ19), pure eps-DP, bounded-range (exponential mechanism), generalized Gaussian (Spec G1), and the
   RDP -> (eps, delta) conversion of Canonne-Kamath-Steinke 2020 (CKS20) / Balle et al. 2020.
@@ -38,8 +40,25 @@ rounded conservatively where a root is solved for.
 """
 
 from dpsco_lib.privacy.accounting._common import DEFAULT_RDP_ORDERS
-from dpsco_lib.privacy.accounting.budget import (
+from dpsco_lib.privacy.accounting.accountants import (
     ACCOUNTANTS,
+    ADVANCED,
+    BASIC,
+    BEST,
+    DEFAULT_ACCOUNTANT,
+    FILTER,
+    GDP,
+    KOV,
+    PAPER,
+    PLD,
+    RDP,
+    Accountant,
+    AccountantLike,
+    accountant_names,
+    gaussian_accountant,
+    get_accountant,
+)
+from dpsco_lib.privacy.accounting.budget import (
     Calibration,
     calibrate,
     check_accountant,
@@ -93,6 +112,21 @@ from dpsco_lib.privacy.accounting.rdp import (
 
 __all__ = [
     "ACCOUNTANTS",
+    "ADVANCED",
+    "BASIC",
+    "BEST",
+    "DEFAULT_ACCOUNTANT",
+    "FILTER",
+    "GDP",
+    "KOV",
+    "PAPER",
+    "PLD",
+    "RDP",
+    "Accountant",
+    "AccountantLike",
+    "accountant_names",
+    "gaussian_accountant",
+    "get_accountant",
     "ADD_REMOVE",
     "DEFAULT_RDP_ORDERS",
     "METHODS",

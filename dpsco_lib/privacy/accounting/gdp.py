@@ -76,7 +76,7 @@ def amplify_by_subsampling(epsilon: float, *, delta: float, sampling_rate: float
     Holds for Poisson subsampling with rate q under add/remove-one, and for sampling m of n without
     replacement under replace-one with q = m/n (BBG18 Thms 8, 9); tight (randomized response). Note that
     :math:`\log(1+q(e^\varepsilon-1)) \ge q\varepsilon` (concavity in q), so the often quoted
-    "(q eps, q delta)" (e.g. seed 002 Lemma 3.3 as written) is not valid in general.
+    "(q eps, q delta)" (e.g. the subsampling lemma as sometimes written) is not valid in general.
     """
     epsilon = check_positive(epsilon, "epsilon", allow_zero=True)
     delta = check_delta(delta)

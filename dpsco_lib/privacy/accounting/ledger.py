@@ -27,6 +27,7 @@ import numpy as np
 
 from dpsco_lib._validation import check_delta, check_epsilon, check_int, check_positive, check_probability
 from dpsco_lib.privacy.accounting._common import _check_orders, _sq
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, Accountant, AccountantLike
 from dpsco_lib.privacy.accounting.composition import (
     _KOV_MAX_STEPS,
     _drv_from_sums,
@@ -359,10 +360,13 @@ def epsilons_of_events(
 def certify_events(
     events: Sequence[DpEvent],
     delta: float,
-    method: str = "best",
+    method: AccountantLike = DEFAULT_ACCOUNTANT,
     orders: Sequence[float] | np.ndarray | None = None,
 ) -> float:
-    """The certificate: epsilon at ``delta`` of ``events`` by accountant ``method`` (see module docstring)."""
+    """The certificate: epsilon at ``delta`` of ``events`` by accountant ``method`` (see module docstring; an
+    :class:`~dpsco_lib.privacy.accounting.accountants.Accountant` or its name)."""
+    if isinstance(method, Accountant):
+        method = method.method  # type: ignore[assignment]
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     all_eps = epsilons_of_events(events, delta, orders, methods=(method,))
@@ -519,7 +523,8 @@ class PrivacyLedger:
         """Certified epsilon at ``delta`` by every applicable accountant (see :func:`epsilons_of_events`)."""
         return epsilons_of_events(tuple(self._events), delta, orders, methods)
 
-    def epsilon(self, delta: float, method: str = "best", orders: Sequence[float] | np.ndarray | None = None) -> float:
+    def epsilon(self, delta: float, method: AccountantLike = DEFAULT_ACCOUNTANT,
+                orders: Sequence[float] | np.ndarray | None = None) -> float:
         """Certified epsilon of the whole run at ``delta`` by accountant ``method`` (:func:`certify_events`).
 
         ``method``: ``"basic"``, ``"advanced"`` (DRV10; delta > 0), ``"kov"`` (KOV15; one eps0), ``"rdp"``,
