@@ -33,6 +33,7 @@ from dpsco_lib.privacy.audit import mu_gdp_lower_bound
 from dpsco_lib.privacy.mechanisms import exponential_mechanism_log_probs, gaussian_epsilon_analytic
 from dpsco_lib.problems import Dataset, random_least_squares
 from dpsco_lib.problems.base import Problem
+from dpsco_lib.testing import noise_scaled
 
 
 @pytest.mark.parametrize("delta", [1e-5, 1e-3, 0.1])
@@ -246,9 +247,10 @@ def test_poly_sfw_fast_loop_matches_the_reference_when_the_scores_decide():
     for fset in (Simplex(20), L1Ball(20, 2.0)):
         prob = random_least_squares(fset, 1.0, rng, k=4)
         data = prob.sample(401, rng)
-        kw = dict(epsilon=1.0, delta=1e-6, trace=True, _noise_multiplier=1e-12)
-        res = run_poly_sfw(prob, data, rng=np.random.default_rng(9), **kw)
-        ref = run_poly_sfw_reference(prob, data, rng=np.random.default_rng(9), **kw)
+        kw = dict(epsilon=1.0, delta=1e-6, trace=True)
+        with noise_scaled(1e-12):
+            res = run_poly_sfw(prob, data, rng=np.random.default_rng(9), **kw)
+            ref = run_poly_sfw_reference(prob, data, rng=np.random.default_rng(9), **kw)
         assert np.array_equal(res.trace["selected"], ref.trace["selected"])
         assert np.array_equal(res.x, ref.x)
 
@@ -261,8 +263,9 @@ def test_gg_vr_sfw_naive_estimate_is_exact_when_all_records_agree():
     ex = rec.example(np.random.default_rng(0))
     prob, data = ex.args[0], ex.args[1]
     same = Dataset(np.repeat(np.asarray(data.X)[:1], data.n, axis=0), np.repeat(np.asarray(data.y)[:1], data.n))
-    res = rec.runner(prob, same, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(1), trace=True,
-                     _noise_multiplier=1e-12, **ex.kwargs)
+    with noise_scaled(1e-12):
+        res = rec.runner(prob, same, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(1), trace=True,
+                         **ex.kwargs)
     est, eta = res.trace["estimate"], float(res.params["step_size"])
     x = np.zeros(prob.d)  # the naive loop starts from x_0 = 0
     for t in range(est.shape[0]):
@@ -279,8 +282,9 @@ def test_proximal_weakly_convex_first_subproblem_follows_its_documented_recursio
     rec = get_algorithm("N1 proximal weakly convex")
     ex = rec.example(np.random.default_rng(0))
     prob, data = ex.args[0], ex.args[1]
-    res = rec.runner(prob, data, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(1), trace=True,
-                     _noise_multiplier=1e-15, **ex.kwargs)
+    with noise_scaled(1e-15):
+        res = rec.runner(prob, data, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(1), trace=True,
+                         **ex.kwargs)
     prm = res.params
     K, N, beta, mu = prm["inner_steps"], prm["batch_size"], prm["beta"], prm["mu"]
     x0 = np.asarray(prob.feasible_set.center(), dtype=np.float64)
@@ -385,8 +389,9 @@ def test_nonconvex_vr_fw_selects_the_exact_gradient_vertex_when_all_records_agre
     prob, data = ex.args[0], ex.args[1]
     y = None if data.y is None else np.repeat(np.asarray(data.y)[:1], data.n)
     same = Dataset(np.repeat(np.asarray(data.X)[:1], data.n, axis=0), y)
-    res = rec.runner(prob, same, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(1), trace=True,
-                     _noise_multiplier=1e-12, **ex.kwargs)
+    with noise_scaled(1e-12):
+        res = rec.runner(prob, same, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(1), trace=True,
+                         **ex.kwargs)
     _, scores_of, move = vertex_oracle(prob.feasible_set)
     eta = float(res.params["step_size"])
     x = np.asarray(prob.feasible_set.center(), dtype=np.float64).copy()

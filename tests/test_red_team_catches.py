@@ -21,6 +21,7 @@ from dpsco_lib.geometry.sets import LpBall
 from dpsco_lib.privacy.accounting.composition import max_composition_steps
 from dpsco_lib.problems import Dataset
 from dpsco_lib.problems.base import Problem
+from dpsco_lib.testing import noise_scaled
 
 
 class _LinearD(Problem):
@@ -98,9 +99,10 @@ def test_dp_sgd_clips_each_example_in_l2_before_summing():
     -<x, z> moves x to sum_i clip_C(z_i): with C = 1 and z = (3, 4, 0), (0, 0, 10), (0.1, 0.2, 0.2) that is
     (0.6, 0.8, 0) + (0, 0, 1) + (0.1, 0.2, 0.2). Clipping in l_inf, or clipping the sum, gives other points."""
     Z = np.array([[3.0, 4.0, 0.0], [0.0, 0.0, 10.0], [0.1, 0.2, 0.2]])
-    res = run_dp_sgd(_LinearD(3), Dataset(Z), epsilon=1.0, delta=1e-5, rng=np.random.default_rng(0),
-                     sampling_rate=1.0, steps=1, clip=1.0, step_size=1.0, normalizer=1.0, x0=np.zeros(3),
-                     accountant="rdp", _noise_factor=1e-12)
+    with noise_scaled(1e-12):
+        res = run_dp_sgd(_LinearD(3), Dataset(Z), epsilon=1.0, delta=1e-5, rng=np.random.default_rng(0),
+                         sampling_rate=1.0, steps=1, clip=1.0, step_size=1.0, normalizer=1.0, x0=np.zeros(3),
+                         accountant="rdp")
     np.testing.assert_allclose(res.x, [0.7, 1.0, 1.2], rtol=0, atol=1e-9)
     assert res.info["n_clipped"] == 2
 

@@ -43,9 +43,11 @@ from dpsco_lib._validation import check_epsilon, check_int, check_positive, chec
 from dpsco_lib.algorithms.noisy_sgd import run_noisy_sgd
 from dpsco_lib.algorithms.poly_sfw import poly_sfw_theory_params, run_poly_sfw
 from dpsco_lib.algorithms.vr_frank_wolfe import run_private_vr_frank_wolfe
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT
 from dpsco_lib.problems.hard_linear import hard_linear
 from dpsco_lib.problems.hard_lp import FingerprintLinearLp, fingerprint_prior
 from dpsco_lib.problems.least_squares import hard_least_squares
+from dpsco_lib.testing import noise_scaled
 
 __all__ = [
     "ALGORITHMS",
@@ -217,7 +219,7 @@ def rate_grid(alg: str, xs: Sequence[int], *, vary: str, n: int = 0, d: int = 0,
 
 
 def run_algorithm(alg: str, problem: Any, data: Any, *, eps: float, delta: float, rng: np.random.Generator,
-                  accountant: str = "best", step_constant: float | str = 1.0) -> Any:
+                  accountant: str = DEFAULT_ACCOUNTANT.name, step_constant: float | str = 1.0) -> Any:
     """Run one of :data:`ALGORITHMS` with its theory parameters (noisy SGD: its exact ``"gdp"`` calibration is
     the tightest one for Gaussian events, so ``"best"`` is passed as ``"gdp"``).
 
@@ -230,8 +232,7 @@ def run_algorithm(alg: str, problem: Any, data: Any, *, eps: float, delta: float
                             step_constant=step_constant)
     if alg == "tree_fw":
         return run_private_vr_frank_wolfe(problem, data, epsilon=eps, delta=delta, rng=rng, accountant=accountant)
-    return run_noisy_sgd(problem, data, epsilon=eps, delta=delta, rng=rng,
-                         accountant="gdp" if accountant == "best" else accountant)
+    return run_noisy_sgd(problem, data, epsilon=eps, delta=delta, rng=rng, accountant=accountant)
 
 
 def hard_linear_task(*, rng: np.random.Generator, alg: str, n: int, d: int, eps: float, mult: float = 0.0,
@@ -267,8 +268,9 @@ def _nonprivate_sgd_excess(prob: Any, data: Any, eps: float, delta: float, rng: 
     the statistical error, measured (``eps, delta`` only fill the unused calibration)."""
     n = data.n
     T0 = max(1, n // 8)
-    ref = run_noisy_sgd(prob, data, epsilon=eps, delta=delta, rng=rng, steps=T0, batch_size=min(8, n),
-                        step_size=prob.feasible_set.diameter(2.0) / math.sqrt(T0), _noise_multiplier=0.0)
+    with noise_scaled(0.0):  # the same iterations without noise: the non-private reference
+        ref = run_noisy_sgd(prob, data, epsilon=eps, delta=delta, rng=rng, steps=T0, batch_size=min(8, n),
+                            step_size=prob.feasible_set.diameter(2.0) / math.sqrt(T0))
     return float(prob.excess_risk(ref.x))
 
 

@@ -27,6 +27,7 @@ from dpsco_lib._validation import check_epsilon, check_in_range, check_int, chec
 from dpsco_lib.algorithms.gg_vr_sfw import gg_vr_sfw_theory_params, run_gg_vr_sfw
 from dpsco_lib.algorithms.vr_frank_wolfe import run_private_vr_frank_wolfe
 from dpsco_lib.experiments.analysis import SlopeFit, Verdict, fit_loglog_slope, worst_case_curve
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT
 from dpsco_lib.problems.hard_linear import hard_linear
 from dpsco_lib.problems.hard_lp import FingerprintLinearLp, fingerprint_lower_bound, fingerprint_prior
 
@@ -70,7 +71,7 @@ def alpha_family(smallest_power: int, *, tail: Sequence[int] = (), per_octave: i
 
 def f3_family_run(*, rng: np.random.Generator, variant: str, n: int, d: int, p: float, alpha: float,
                   epsilon: float = 1.0, depth: int = 4, step_product: float = 8.0,
-                  accountant: str = "best") -> dict[str, float]:
+                  accountant: str = DEFAULT_ACCOUNTANT.name) -> dict[str, float]:
     r"""One run of GG-VR-SFW (result F3) on a fresh instance of the lower-bound construction.
 
     The instance draws its means from the prior, then ``n`` records; ``delta = n^-1.1``. The tree variant has

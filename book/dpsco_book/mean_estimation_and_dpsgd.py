@@ -33,6 +33,7 @@ from dpsco_lib._validation import check_int
 from dpsco_lib.algorithms.dp_sgd import dp_sgd_noise_multiplier, run_dp_sgd
 from dpsco_lib.algorithms.mean_estimation import gaussian_mean_estimate, laplace_mean_estimate, mean_error_theory
 from dpsco_lib.experiments.analysis import fit_loglog_slope
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT
 from dpsco_lib.problems.hard_linear import hard_linear
 
 __all__ = [
@@ -115,7 +116,7 @@ def d4_step_size(n: int, d: int, q: float, steps: int, sigma: float, radius: flo
 
 
 def d4_excess_task(*, rng: np.random.Generator, n: int, d: int, gamma: float, epochs: int = 1, batches: int = 25,
-                   epsilon: float = 1.0, accountant: str = "best") -> dict[str, float]:
+                   epsilon: float = 1.0, accountant: str = DEFAULT_ACCOUNTANT.name) -> dict[str, float]:
     r"""DP-SGD (Poisson rate :math:`q = 1/\text{batches}`, ``epochs * batches`` steps, clip 1) on the Euclidean
     hard linear instance :func:`~dpsco_lib.problems.hard_linear.hard_linear` ``(d, gamma, p=2)`` calibrated by
     ``accountant`` for the **replace-one** target :math:`(\varepsilon, n^{-1.1})` via

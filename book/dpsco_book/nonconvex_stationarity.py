@@ -27,9 +27,11 @@ from dpsco_lib.algorithms.nonconvex import (
     run_private_vr_fw_nonconvex,
 )
 from dpsco_lib.geometry.sets import L1Ball
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT
 from dpsco_lib.privacy.audit import AuditResult, canary_audit
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.nonconvex import NonconvexRegression, random_nonconvex_regression
+from dpsco_lib.testing import noise_scaled
 
 __all__ = [
     "D_DIM",
@@ -82,7 +84,7 @@ def start_values(members: Sequence[int]) -> dict[str, dict[int, float]]:
 
 
 def fw_task(*, rng: np.random.Generator, n: int, member: int, epsilon: float, steps_constant: float,
-            accountant: str = "best") -> dict[str, Any]:
+            accountant: str = DEFAULT_ACCOUNTANT.name) -> dict[str, Any]:
     r"""One run of the private VR Frank-Wolfe method on a fresh sample of member ``member`` at
     ``delta = n^-1.1``: the exact :math:`\mathbb E_\tau \mathrm{gap}(x_\tau)` over the output index, the gap at the
     released point, the parameters and the certified :math:`\varepsilon`."""
@@ -157,8 +159,8 @@ def fw_audit(*, runs: int, alpha: float, rng: np.random.Generator, noise_multipl
     eps0 = float(ref.params["eps0"])
 
     def first_selection(data: Dataset, gen: np.random.Generator) -> int:
-        r = run_private_vr_fw_nonconvex(pr, data, epsilon=epsilon, delta=0.0, rng=gen, n_steps=2, trace=True,
-                                        _noise_multiplier=noise_multiplier)
+        with noise_scaled(noise_multiplier):
+            r = run_private_vr_fw_nonconvex(pr, data, epsilon=epsilon, delta=0.0, rng=gen, n_steps=2, trace=True)
         return int(r.trace["selected"][0])
 
     res = canary_audit(first_selection, S, S.replace_one(0, (np.ones(1), -1.0)), lambda v: float(v == 1), runs,

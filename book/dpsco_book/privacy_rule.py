@@ -15,6 +15,7 @@ from typing import Any
 
 from dpsco_lib._validation import check_delta, check_epsilon, check_int, check_positive
 from dpsco_lib.privacy.accounting import certify_events, to_replace_one
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT
 
 __all__ = ["DELTA_POWER", "DELTA_RULE", "EPSILON", "MAX_EPSILON", "delta_for_n", "replace_one_certificate",
            "replace_one_target"]
@@ -57,7 +58,7 @@ def replace_one_target(epsilon: float, delta: float) -> tuple[float, float]:
     return eps / 2.0, dlt / (1.0 + math.exp(eps / 2.0))
 
 
-def replace_one_certificate(result: Any, delta: float, accountant: str = "best") -> float:
+def replace_one_certificate(result: Any, delta: float, accountant: str = DEFAULT_ACCOUNTANT.name) -> float:
     """Replace-one epsilon at ``delta`` of an add/remove run, through the explicit conversion (``to_replace_one``)."""
     if getattr(result, "relation", None) != "add_remove":
         raise ValueError(f"result must be certified under 'add_remove', got {getattr(result, 'relation', None)!r}")

@@ -32,10 +32,12 @@ from dpsco_lib.algorithms.private_smd_saddle import (
     run_private_smd_saddle_many,
 )
 from dpsco_lib.experiments.analysis import SlopeFit, Verdict, fit_loglog_slope, worst_case_curve
+from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT
 from dpsco_lib.privacy.audit import canary_audit, epsilon_lower_bound_from_counts
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.games import BilinearGame
 from dpsco_lib.problems.hard_saddle import PlantedLinearSCO, PlantedMatrixGame
+from dpsco_lib.testing import step_scaled
 
 __all__ = [
     "A1_EXPONENTS",
@@ -143,7 +145,7 @@ def _replicates(make: Any, run: Any, *, rng: np.random.Generator, n: int, margin
 
 
 def a1_gap_task(*, rng: np.random.Generator, regime: str, n: int, d: int, margins: Sequence[float],
-                epsilon: float, runs: int, reps: int, accountant: str = "best") -> dict[str, Any]:
+                epsilon: float, runs: int, reps: int, accountant: str = DEFAULT_ACCOUNTANT.name) -> dict[str, Any]:
     """``reps`` replicates of Algorithm 1 on every member of the planted family at one (regime, n): fresh
     records per replicate, ``runs`` independent runs per member (vectorized); the replicate value is the mean
     exact gap over the runs (an estimate of E[Gap | S]).  ``accountant`` calibrates the run and prices the
@@ -167,7 +169,7 @@ def a1_gap_task(*, rng: np.random.Generator, regime: str, n: int, d: int, margin
 
 
 def a5_excess_task(*, rng: np.random.Generator, regime: str, n: int, d: int, margins: Sequence[float],
-                   epsilon: float, runs: int, reps: int, accountant: str = "best") -> dict[str, Any]:
+                   epsilon: float, runs: int, reps: int, accountant: str = DEFAULT_ACCOUNTANT.name) -> dict[str, Any]:
     r"""As :func:`a1_gap_task` for Algorithm 5 on the planted linear family: ``gap_<i>_<r>`` is the mean exact
     excess risk over ``runs`` runs, ``trivial_<i>`` the uniform point's; also ``regret_term``, the Bregman term
     :math:`\log d/(\eta A_T)` of Thm 4.2's bound at the design's ``T`` and ``eta`` (the term the planted members
@@ -460,7 +462,8 @@ def a5_audit(*, runs: int, alpha: float, rng: np.random.Generator, d: int = 30, 
     for name, mult in (("correct", 1.0), ("broken: eps0 doubled (sampler uses 2 eta)", 2.0)):
 
         def run_many(data: Dataset, r: np.random.Generator, k: int, mult: float = mult) -> np.ndarray:
-            return run_anytime_smd_sco_many(prob, data, n_runs=k, rng=r, _eta_multiplier=mult, **kw)["x"]
+            with step_scaled(mult):
+                return run_anytime_smd_sco_many(prob, data, n_runs=k, rng=r, **kw)["x"]
 
         res = canary_audit(None, S, S2, lambda xs: np.asarray(xs)[:, 0], runs, alpha, rng, threshold=0.5,
                            claimed_epsilon=claimed, delta=1e-5, run_many=run_many, statistic_vectorized=True)
