@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import dpsco_lib.algorithms as algorithms
+from dpsco_book.catalogue import NOTEBOOK_OF, notebook_of
 from dpsco_lib.algorithms import Result
 from dpsco_lib.algorithms.registry import REGISTRY, AlgorithmRecord, Example, get_algorithm
 
@@ -49,9 +50,10 @@ def test_registry_keys_unique_and_every_exported_runner_registered():
 
 
 @pytest.mark.parametrize("rec", REGISTRY, ids=IDS)
-def test_record_points_at_real_notebook_and_theory_params(rec: AlgorithmRecord):
-    assert rec.notebook is not None, "every record of the library names the notebook that checks it"
+def test_record_is_well_formed_and_checked_by_a_notebook(rec: AlgorithmRecord):
     c.check_record(rec, _example(rec.key))
+    notebook = notebook_of(rec.key)  # the book's table: every registered algorithm has a notebook
+    assert (ROOT / "notebooks" / f"{notebook}.ipynb").is_file(), notebook
 
 
 def test_benchmark_cases_exist():
@@ -131,3 +133,7 @@ def test_certificate_at_most_target_at_theory_defaults(rec: AlgorithmRecord):
 def test_result_has_typed_fields(rec: AlgorithmRecord):
     c.check_result_has_typed_fields(rec, _example(rec.key), _run(rec.key))
 
+
+
+def test_the_books_notebook_table_names_only_registered_algorithms():
+    assert set(NOTEBOOK_OF) == {r.key for r in REGISTRY}

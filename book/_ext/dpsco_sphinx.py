@@ -236,6 +236,7 @@ class AlgorithmRegistry(SphinxDirective):
     has_content = False
 
     def _lines(self) -> list[str]:
+        from dpsco_book.catalogue import notebook_of
         from dpsco_lib.algorithms.registry import REGISTRY
 
         out = ["```{list-table} The registered algorithms (dpsco_lib.algorithms.registry.REGISTRY)",
@@ -244,7 +245,7 @@ class AlgorithmRegistry(SphinxDirective):
         for r in REGISTRY:
             rel = (r.relation or "non-private").replace("_", "-")
             out += [f"* - {r.name}", f"  - {r.spec}", f"  - {{py:func}}`~{r.runner.__module__}.{r.runner.__name__}`",
-                    f"  - {rel}", f"  - {{doc}}`notebook {r.notebook[:2]} </notebooks/{r.notebook}>`"]
+                    f"  - {rel}", f"  - {{doc}}`notebook {notebook_of(r.key)[:2]} </notebooks/{notebook_of(r.key)}>`"]
         out += ["```", ""]
         modules = ["dpsco_lib.algorithms._result", "dpsco_lib.algorithms.registry"]
         modules += [m for m in dict.fromkeys(r.runner.__module__ for r in REGISTRY) if m not in modules]

@@ -1,10 +1,9 @@
 """The algorithm registry: one frozen record per algorithm of the library.
 
 Everything that enumerates algorithms reads this table: the package exports (:mod:`dpsco_lib.algorithms`),
-the book's rate atlas, the benchmark suite, the API page of the
-book and the contract tests (``tests/test_algorithm_contract.py``, in the style of scikit-learn's
-``parametrize_with_checks``). Adding an algorithm touches its module, one record here, its tests, its
-notebook and, if it has one, its benchmark case (see ``CONTRIBUTING.md``).
+the benchmark suite, the API page and the contract tests (``tests/test_algorithm_contract.py``, in the style of
+scikit-learn's ``parametrize_with_checks``). Adding an algorithm touches its module, one record here and its tests
+(see ``CONTRIBUTING.md``).
 
 Each record carries a small valid instance (:attr:`AlgorithmRecord.example`), so a generic test can call any
 runner, break one input at a time, and check that the runner refuses it.
@@ -102,8 +101,6 @@ class AlgorithmRecord:
         The accountant the runner certifies with when called with its defaults (private records;
         :data:`~dpsco_lib.privacy.accounting.accountants.DEFAULT_ACCOUNTANT` unless the mechanism is
         Gaussian-only, where :data:`~dpsco_lib.privacy.accounting.accountants.GDP` is exact).
-    notebook : str or None
-        The notebook that checks it (book side; optional).
     benchmark : str or None
         Name of its benchmark case in ``benchmarks/bench_cases.py`` (optional).
 
@@ -126,7 +123,6 @@ class AlgorithmRecord:
     family: str
     example: Callable[[np.random.Generator], Example]
     accountant: Accountant | None = None
-    notebook: str | None = None
     benchmark: str | None = None
 
     def __post_init__(self) -> None:
@@ -357,74 +353,74 @@ def _ex_bias_reduced_sgd(rng: np.random.Generator) -> Example:
 
 
 def _rec(key: str, spec: str, name: str, runner: Callable[..., Any], theory: Callable[..., Any] | None,
-         kinds: tuple[type, ...], relation: str | None, notebook: str, family: str,
+         kinds: tuple[type, ...], relation: str | None, family: str,
          example: Callable[[np.random.Generator], Example], benchmark: str | None = None,
          accountant: Accountant | None = DEFAULT_ACCOUNTANT) -> AlgorithmRecord:
     return AlgorithmRecord(key, spec, name, runner, theory, kinds, relation, family, example,
-                           accountant if relation is not None else None, notebook, benchmark)
+                           accountant if relation is not None else None, benchmark)
 
 
 _P, _S = (Problem,), (SaddleProblem,)
 REGISTRY: Registry = Registry((
     _rec("S1 SMD", "S1", "stochastic mirror descent", run_smd, smd_theory_params, _P, None,
-         "03_mirror_descent_lp", "convex", _ex_smd, "smd (non-private)"),
+         "convex", _ex_smd, "smd (non-private)"),
     _rec("S2 noisy SGD", "S2", "noisy SGD (BFTT19)", run_noisy_sgd, noisy_sgd_theory_params, _P,
-         REPLACE_ONE, "05_polyhedral_frank_wolfe", "convex", _ex_l1, "noisy_sgd", accountant=GDP),
+         REPLACE_ONE, "convex", _ex_l1, "noisy_sgd", accountant=GDP),
     _rec("D4 DP-SGD", "D4", "DP-SGD (Poisson subsampling)", run_dp_sgd, None, _P, ADD_REMOVE,
-         "14_lecture_topics_mean_and_dpsgd", "lecture", _ex_dp_sgd, "dp_sgd"),
+         "lecture", _ex_dp_sgd, "dp_sgd"),
     _rec("F1 Poly-SFW", "F1", "polyhedral stochastic Frank-Wolfe", run_poly_sfw,
-         poly_sfw_theory_params, _P, REPLACE_ONE, "05_polyhedral_frank_wolfe", "frank_wolfe",
+         poly_sfw_theory_params, _P, REPLACE_ONE, "frank_wolfe",
          _ex_l1, "poly_sfw"),
     _rec("F2 tree FW", "F2", "tree-structured variance-reduced Frank-Wolfe (AFKT21)", run_private_vr_frank_wolfe,
-         vr_frank_wolfe_theory_params, _P, REPLACE_ONE, "05_polyhedral_frank_wolfe",
+         vr_frank_wolfe_theory_params, _P, REPLACE_ONE,
          "frank_wolfe", _ex_l1, "private_vr_frank_wolfe"),
     _rec("F3 GG-VR-SFW naive", "F3", "generalized-Gaussian VR-SFW, naive", run_gg_vr_sfw,
-         gg_vr_sfw_theory_params, _P, REPLACE_ONE, "06_lp_frank_wolfe_lower_bound",
+         gg_vr_sfw_theory_params, _P, REPLACE_ONE,
          "frank_wolfe", _ex_gg("naive"), "gg_vr_sfw_naive"),
     _rec("F3 GG-VR-SFW tree", "F3", "generalized-Gaussian VR-SFW, tree", run_gg_vr_sfw,
-         gg_vr_sfw_theory_params, _P, REPLACE_ONE, "06_lp_frank_wolfe_lower_bound",
+         gg_vr_sfw_theory_params, _P, REPLACE_ONE,
          "frank_wolfe", _ex_gg("tree"), "gg_vr_sfw_tree"),
     _rec("N1 VR-FW nonconvex", "N1", "private variance-reduced Frank-Wolfe (stationarity)",
          run_private_vr_fw_nonconvex, vr_fw_nonconvex_theory_params, _P, REPLACE_ONE,
-         "07_nonconvex_stationarity", "frank_wolfe", _ex_nonconvex),
+         "frank_wolfe", _ex_nonconvex),
     _rec("N1 proximal weakly convex", "N1", "private proximal method for weakly convex losses",
          run_private_proximal_weakly_convex, proximal_weakly_convex_theory_params, _P,
-         REPLACE_ONE, "07_nonconvex_stationarity", "frank_wolfe", _ex_nonconvex_weak, accountant=GDP),
+         REPLACE_ONE, "frank_wolfe", _ex_nonconvex_weak, accountant=GDP),
     _rec("A1 private SMD saddle", "A1", "private stochastic mirror descent for saddle points (Algorithm 1)",
          run_private_smd_saddle, alg1_theory_params, _S, REPLACE_ONE,
-         "09_private_smd_saddle", "saddle", _ex_alg1, "private_smd_saddle"),
+         "saddle", _ex_alg1, "private_smd_saddle"),
     _rec("A1 SMD saddle (non-private)", "A1", "stochastic mirror descent for saddle points", run_smd_saddle, None,
-         _S, None, "09_private_smd_saddle", "saddle", _ex_smd_saddle),
+         _S, None, "saddle", _ex_smd_saddle),
     _rec("A3 bias-reduced SMD", "A3", "bias-reduced SMD with a random stopping time (Algorithm 3)",
          run_bias_reduced_smd_saddle, alg3_theory_params, _S, REPLACE_ONE,
-         "10_bias_reduced_smd", "saddle", _ex_alg3, "bias_reduced_smd_saddle"),
+         "saddle", _ex_alg3, "bias_reduced_smd_saddle"),
     _rec("A4 boosted", "A4", "boosting with private selection (Algorithm 4)", run_boosted_saddle,
-         alg4_theory_params, _S, REPLACE_ONE, "11_boosted_saddle_high_probability", "saddle",
+         alg4_theory_params, _S, REPLACE_ONE, "saddle",
          _ex_alg4, "boosted_saddle"),
     _rec("A5 anytime SMD", "A5", "anytime online-to-batch SMD (Algorithm 5)", run_anytime_smd_sco,
-         alg5_theory_params, _P, REPLACE_ONE, "12_anytime_online_to_batch", "convex", _ex_alg5,
+         alg5_theory_params, _P, REPLACE_ONE, "convex", _ex_alg5,
          "anytime_smd_sco"),
     _rec("X1 query release", "X1", "private query release by Algorithm 1", run_alg1_query_release, None, (),
-         REPLACE_ONE, "13_applications_synthetic_data_and_fairness", "applications", _ex_query_release),
+         REPLACE_ONE, "applications", _ex_query_release),
     _rec("X1 MWEM", "X1", "multiplicative weights exponential mechanism (baseline)", run_mwem, None, (),
-         REPLACE_ONE, "13_applications_synthetic_data_and_fairness", "applications", _ex_mwem),
+         REPLACE_ONE, "applications", _ex_mwem),
     _rec("X2 group-robust", "X2", "group-robust learning by Algorithm 1", run_group_robust_alg1, None, _S,
-         REPLACE_ONE, "13_applications_synthetic_data_and_fairness", "applications", _ex_group),
+         REPLACE_ONE, "applications", _ex_group),
     _rec("X2 group-blind ERM", "X2", "group-blind private ERM (baseline)", run_group_blind_erm, None, _S,
-         REPLACE_ONE, "13_applications_synthetic_data_and_fairness", "applications", _ex_group),
+         REPLACE_ONE, "applications", _ex_group),
     _rec("R2 regularized EM", "R2", "regularized exponential mechanism", run_regularized_exponential_mechanism,
          regularized_exp_theory_params, (), REPLACE_ONE,
-         "15_regularized_exponential_mechanism", "lecture", _ex_rem, accountant=GDP),
+         "lecture", _ex_rem, accountant=GDP),
     _rec("R2 pure EM", "R2", "exponential mechanism over the feasible set (pure DP)",
          run_pure_exponential_mechanism, pure_exp_theory_params, (), REPLACE_ONE,
-         "15_regularized_exponential_mechanism", "lecture", _ex_pure_em),
+         "lecture", _ex_pure_em),
     _rec("R2 noisy GD", "R2", "noisy gradient descent (baseline)", run_noisy_gradient_descent,
          noisy_gd_theory_params, (), REPLACE_ONE,
-         "15_regularized_exponential_mechanism", "lecture", _ex_noisy_gd, accountant=GDP),
+         "lecture", _ex_noisy_gd, accountant=GDP),
     _rec("Z2 output perturbation", "Z2", "sparse output perturbation", run_output_perturbation, None, _P,
-         REPLACE_ONE, "16_sparse_gradients", "lecture", _ex_output_perturbation, accountant=GDP),
+         REPLACE_ONE, "lecture", _ex_output_perturbation, accountant=GDP),
     _rec("Z3 bias-reduced DP-SGD", "Z3", "bias-reduced DP-SGD for sparse gradients", run_bias_reduced_dp_sgd, None,
-         _P, REPLACE_ONE, "16_sparse_gradients", "lecture", _ex_bias_reduced_sgd),
+         _P, REPLACE_ONE, "lecture", _ex_bias_reduced_sgd),
 ))
 
 
