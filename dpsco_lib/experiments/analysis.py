@@ -238,7 +238,7 @@ class Verdict:
 
     @property
     def checks(self) -> list[tuple[str, bool, str]]:
-        """``(name, passed, measured)`` per check (the form earlier versions stored)."""
+        """``(name, passed, measured)`` per check."""
         return [(c.name, c.passed, c.measured) for c in self.rows]
 
     def check(self, name: str, passed: bool, detail: str = "", *, predicted: str = "") -> bool:
@@ -248,7 +248,7 @@ class Verdict:
         return passed
 
     def check_slope(self, name: str, fit: SlopeFit, expected: float, tol: float) -> bool:
-        """Two-sided exponent check; the same as :meth:`check_exponent` (kept for earlier notebooks)."""
+        """Two-sided exponent check; the same as :meth:`check_exponent` (an alias)."""
         return self.check_exponent(name, fit, expected, tol)
 
     def check_exponent(self, name: str, fit: SlopeFit, expected: float | tuple[float, float], tol: float, *,
