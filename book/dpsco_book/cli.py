@@ -7,21 +7,25 @@ Examples
     dpsco list
     dpsco reproduce notebooks/01_mechanisms.ipynb --profile smoke
     dpsco reproduce --profile paper --jobs 2          # every notebook in _toc.yml
-    dpsco reproduce 05 --scheduler tcp://127.0.0.1:8786
+    dpsco reproduce 5 --scheduler tcp://127.0.0.1:8786
     dpsco build                                       # jupyter-book build of the executed copies
 
-Exit codes: 0 success, 1 a notebook or the build failed, 2 bad command-line input.
+Exit codes: 0 success, 1 a notebook or the build failed, 2 bad command-line input, 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -79,7 +83,7 @@ def toc_notebooks(root: Path) -> list[Path]:
 
 
 def resolve_notebooks(root: Path, names: Sequence[str]) -> list[Path]:
-    """Map command-line names (path, file name, stem or number prefix like ``01``) to notebooks."""
+    """Map command-line names (path, file name, stem or number like ``01`` or ``1``) to notebooks."""
     available = toc_notebooks(root)
     if not names:
         return available
@@ -93,6 +97,7 @@ def resolve_notebooks(root: Path, names: Sequence[str]) -> list[Path]:
             or nb.name == path.name
             or nb.stem == path.name
             or nb.stem.split("_", 1)[0] == name
+            or (name.isdigit() and nb.stem.split("_", 1)[0].isdigit() and int(nb.stem.split("_", 1)[0]) == int(name))
         ]
         if len(cand) != 1:
             listing = ", ".join(nb.stem for nb in available) or "none"
@@ -268,6 +273,94 @@ def page_status(executed: Path) -> PageStatus:
     return PageStatus("fail", verdict)
 
 
+def notebook_fingerprint(nb: Path) -> str:
+    """A hash of the notebook's cells (type and source), blind to outputs and metadata; '' if unreadable."""
+    try:
+        cells = json.loads(nb.read_text())["cells"]
+    except (OSError, ValueError, KeyError):
+        return ""
+    digest = hashlib.sha256()
+    for cell in cells:
+        source = cell.get("source", "")
+        digest.update(json.dumps([cell.get("cell_type"), "".join(source) if isinstance(source, list) else source])
+                      .encode())
+    return digest.hexdigest()[:16]
+
+
+# The code a notebook's results depend on: the library and the book's experiment modules. The command itself
+# (this module) only executes and stages notebooks, so editing it does not make a page stale.
+CODE_PACKAGES = {"library": Path("dpsco_lib"), "book package": Path("book") / "dpsco_book"}
+COMMAND_MODULE = Path("book") / "dpsco_book" / "cli.py"
+
+
+def code_fingerprints(root: Path) -> dict[str, str]:
+    """A hash of the ``*.py`` sources of each of :data:`CODE_PACKAGES` under ``root`` (path and content)."""
+    out: dict[str, str] = {}
+    for name, rel in CODE_PACKAGES.items():
+        digest = hashlib.sha256()
+        for path in sorted((root / rel).rglob("*.py")):
+            if path.relative_to(root) == COMMAND_MODULE or "__pycache__" in path.parts:
+                continue
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+        out[name] = digest.hexdigest()[:16]
+    return out
+
+
+def failed_copy(root: Path, executed: Path) -> Path:
+    """Where a failed run of the notebook whose executed copy is ``executed`` keeps its copy (``_build/failed``)."""
+    out_dir = executed
+    while out_dir.parent != out_dir and out_dir.name != "notebooks":
+        out_dir = out_dir.parent
+    return root / FAILED / out_dir.parent.name / executed.relative_to(out_dir.parent)
+
+
+def _dpsco_meta(executed: Path) -> dict:
+    try:
+        meta = json.loads(executed.read_text()).get("metadata", {}).get("dpsco", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def staleness(root: Path, nb: Path, executed: Path) -> str | None:
+    """Why the executed copy no longer shows what ``nb`` computes now (``None`` when it still does).
+
+    The copy records the hashes of the notebook's cells and of the library and book package sources it ran
+    with (:func:`notebook_fingerprint`, :func:`code_fingerprints`); any difference makes the page stale.
+    """
+    meta = _dpsco_meta(executed)
+    recorded = meta.get("fingerprints")
+    if not isinstance(recorded, dict):
+        return "its executed copy records no source hashes (it predates them): rerun it"
+    if recorded.get("notebook") != notebook_fingerprint(nb):
+        return "the notebook changed since its run"
+    now = code_fingerprints(root)
+    changed = [name for name in CODE_PACKAGES if recorded.get(name) != now[name]]
+    if changed:
+        return f"the {' and the '.join(changed)} changed since its run"
+    return None
+
+
+def notebook_status(root: Path, nb: Path, executed_dir: Path | None = None) -> PageStatus:
+    """The state of a notebook's executed copy in ``executed_dir`` (default ``_build/executed``).
+
+    ``failed`` when its latest run failed (a failed copy in ``_build/failed`` newer than the executed copy),
+    ``stale`` when the notebook or the code changed since its passing run, else :func:`page_status`.
+    """
+    executed = (executed_dir or root / EXECUTED) / nb.relative_to(root)
+    failed = failed_copy(root, executed)
+    if failed.is_file() and (not executed.is_file() or failed.stat().st_mtime >= executed.stat().st_mtime):
+        why = _dpsco_meta(failed).get("error") or page_status(failed).detail
+        return PageStatus("failed", f"its latest run failed ({why}); the failed copy: {_rel(failed, root)}")
+    status = page_status(executed)
+    if status.publishable:
+        why = staleness(root, nb, executed)
+        if why:
+            return PageStatus("stale", why)
+    return status
+
+
 def _git_commit(root: Path) -> str | None:
     try:
         sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True, text=True,
@@ -298,6 +391,7 @@ def run_provenance(root: Path, profile: str) -> dict[str, object]:
         "scipy": scipy.__version__,
         "python": platform.python_version(),
         "commit": _git_commit(root),
+        "fingerprints": code_fingerprints(root),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
 
@@ -345,6 +439,14 @@ def prepare_page(executed: Path) -> None:
     }
     cells.insert(1 if cells and cells[0].get("cell_type") == "markdown" else 0, box)
     executed.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+def interactive() -> bool:
+    """Whether a person watches the run: stdout and stderr are terminals (not a log file or a pipe)."""
+    try:
+        return sys.stdout.isatty() and sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+    except (AttributeError, ValueError):
+        return False
 
 
 class _Progress:
@@ -412,24 +514,132 @@ class _Progress:
         self.bar.close()
 
 
+INTERRUPTED = "interrupted (Ctrl-C)"
+_CANCEL = threading.Event()  # set by Ctrl-C during a run: queued notebooks never start, running ones stop
+_KERNELS: set = set()  # the kernel managers of this process's running notebooks
+_KERNELS_LOCK = threading.Lock()
+_KERNEL_DIR: list[Path] = []
+
+
+class Interrupted(Exception):
+    """Ctrl-C stopped a run: the kernels are gone and no executed copy was saved."""
+
+
+class _Cancelled(Exception):
+    """Raised inside a notebook run (between cells) once Ctrl-C was pressed."""
+
+
+def _kernel_dir() -> Path:
+    """A private directory (mode 0700) for the kernels' connection files and IPC sockets, removed at exit."""
+    if not _KERNEL_DIR:
+        import atexit
+
+        path = Path(tempfile.mkdtemp(prefix="dpsco-kernels-"))
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
+        _KERNEL_DIR.append(path)
+    return _KERNEL_DIR[0]
+
+
+def _kill_kernel(km: object) -> None:
+    """Kill a kernel and the processes it started (its process group: jupyter_client gives it a session)."""
+    provisioner = getattr(km, "provisioner", None)
+    process = getattr(provisioner, "process", None)
+    if process is None or process.poll() is not None:
+        return
+    pgid = getattr(provisioner, "pgid", None)
+    try:
+        if pgid and pgid != os.getpgid(0):
+            os.killpg(pgid, signal.SIGKILL)
+        else:
+            process.kill()
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_kernels() -> None:
+    """Kill every kernel this process started that still runs."""
+    with _KERNELS_LOCK:
+        managers = list(_KERNELS)
+    for km in managers:
+        _kill_kernel(km)
+
+
+def kernel_manager_class() -> type:
+    """The kernel manager of the notebook runs: IPC sockets in a private directory instead of TCP ports.
+
+    With TCP, the client picks free ports and the kernel binds them later; two kernels starting at once can
+    pick the same port (``ZMQError: Address already in use``, "Kernel died before replying to kernel_info").
+    Unix sockets named after each kernel's unique connection file cannot collide. Each manager registers its
+    kernel so that Ctrl-C can stop it at once (:func:`kill_kernels`).
+    """
+    import uuid
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    class DpscoKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs: object) -> None:
+            super().__init__(**kwargs)
+            self.transport = "ipc"
+            self.connection_file = str(_kernel_dir() / f"kernel-{uuid.uuid4().hex[:16]}.json")
+
+        async def start_kernel(self, **kwargs: object) -> None:
+            await super().start_kernel(**kwargs)
+            with _KERNELS_LOCK:
+                _KERNELS.add(self)
+            if _CANCEL.is_set():
+                _kill_kernel(self)
+
+        async def cleanup_resources(self, restart: bool = False) -> None:
+            with _KERNELS_LOCK:
+                _KERNELS.discard(self)
+            await super().cleanup_resources(restart=restart)
+
+    return DpscoKernelManager
+
+
+class _StopOnSigint:
+    """During a run, Ctrl-C (SIGINT) kills the kernels and stops the run; a second one exits at once (130)."""
+
+    def __enter__(self) -> _StopOnSigint:
+        _CANCEL.clear()
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    @staticmethod
+    def _handler(signum: int, frame: object) -> None:
+        if _CANCEL.is_set():
+            kill_kernels()
+            os._exit(130)
+        _CANCEL.set()
+        kill_kernels()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
 _ENGINE = "dpsco"
 
 
 def _register_engine() -> None:
-    """A papermill engine that reports each cell start (for the progress bar) and hides kernel chatter."""
+    """A papermill engine that reports each cell start (for the progress bar) and stops there after Ctrl-C."""
     from papermill.engines import NBClientEngine, papermill_engines
 
     class DpscoEngine(NBClientEngine):
         @classmethod
         def execute_managed_notebook(cls, nb_man, kernel_name, on_cell=None, **kwargs):  # noqa: ANN001
-            if on_cell is not None:
-                start = nb_man.cell_start
+            start = nb_man.cell_start
 
-                def cell_start(cell, cell_index=None, **kw):  # noqa: ANN001
+            def cell_start(cell, cell_index=None, **kw):  # noqa: ANN001
+                if _CANCEL.is_set():
+                    raise _Cancelled
+                if on_cell is not None:
                     on_cell(cell_index, len(nb_man.nb.cells))
-                    return start(cell, cell_index, **kw)
+                return start(cell, cell_index, **kw)
 
-                nb_man.cell_start = cell_start
+            nb_man.cell_start = cell_start
             return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
 
     papermill_engines.register(_ENGINE, DpscoEngine)
@@ -450,23 +660,74 @@ def _execute(
 ) -> NotebookRun:
     """Execute one notebook; only a successful run replaces the executed copy (a failed one goes to _build/failed).
 
-    ``timeout`` bounds the whole notebook (seconds, kernel start excluded).
+    ``timeout`` bounds the whole notebook (seconds, kernel start excluded). A run stopped by Ctrl-C saves
+    nothing. The copy records the hashes of the notebook and of the code it ran with (see :func:`staleness`).
     """
+    rel = nb.relative_to(root)
+    output = out_dir / rel
+    if _CANCEL.is_set():
+        return NotebookRun(nb, output, 0.0, INTERRUPTED)
+    scratch = root / RUNNING / out_dir.name / rel
+    scratch.parent.mkdir(parents=True, exist_ok=True)
+    meta = dict(provenance or run_provenance(root, profile))
+    meta["fingerprints"] = {"notebook": notebook_fingerprint(nb), **dict(meta.get("fingerprints") or {})}
+    start = time.perf_counter()
+    error = _papermill_run(nb, scratch, profile, n_jobs, timeout, on_cell, seed, progress)
+    seconds = time.perf_counter() - start
+    if _CANCEL.is_set():  # whatever the kernel got to, the run did not finish on its own: keep nothing
+        scratch.unlink(missing_ok=True)
+        return NotebookRun(nb, output, seconds, INTERRUPTED)
+    if scratch.is_file():
+        try:
+            data = json.loads(scratch.read_text())
+            meta.update(profile=profile, seed=notebook_parameters(data.get("cells", [])).get("seed"),
+                        seconds=round(seconds, 2), status="ok" if error is None else "failed")
+            if error is not None:
+                meta["error"] = error
+            data.setdefault("metadata", {})["dpsco"] = meta
+            scratch.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        except (OSError, ValueError):
+            pass
+    failed = root / FAILED / out_dir.name / rel
+    if error is None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(scratch, output)
+        failed.unlink(missing_ok=True)  # the latest run passed: an older failure no longer holds the page back
+    else:
+        # Never overwrite a good executed copy with a failed run: keep the failed one aside, with its traceback.
+        # It also records the failure for `dpsco build` and `dpsco list` (see notebook_status).
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        if scratch.is_file():
+            os.replace(scratch, failed)
+        else:
+            failed.write_text(json.dumps({"cells": [], "metadata": {"dpsco": {**meta, "status": "failed",
+                                                                               "error": error}}}) + "\n")
+        output = failed
+    return NotebookRun(nb, output, seconds, error)
+
+
+def source_cell_number(executed_cells: Sequence[dict], index: int) -> int:
+    """The 1-based position, in the source notebook, of the executed notebook's cell ``index``.
+
+    Papermill inserts its ``injected-parameters`` cell after the ``parameters`` cell; cells after it move one
+    place down in the executed copy but not in the notebook the reader edits.
+    """
+    shift = sum(1 for cell in executed_cells[:index] if "injected-parameters" in _cell_tags(cell))
+    return index - shift + 1
+
+
+def _papermill_run(nb: Path, scratch: Path, profile: str, n_jobs: int, timeout: float | None,
+                   on_cell, seed: int | None, progress: bool = False) -> str | None:  # noqa: ANN001
+    """Run papermill from ``nb`` into ``scratch``; the error (one line) or ``None``."""
     import papermill as pm
 
     _register_engine()
-    rel = nb.relative_to(root)
-    output = out_dir / rel
-    scratch = root / RUNNING / out_dir.name / rel
-    scratch.parent.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
     deadline = None if timeout is None else time.monotonic() + timeout
 
     def time_left(cell: object) -> int | None:
         # nbclient asks before every cell: the notebook's remaining budget becomes the cell's timeout.
         return None if deadline is None else max(1, int(deadline - time.monotonic()))
 
-    error = None
     try:
         pm.execute_notebook(
             str(nb),
@@ -474,6 +735,7 @@ def _execute(
             parameters={"profile": profile, "n_jobs": n_jobs, **({} if seed is None else {"seed": seed})},
             engine_name=_ENGINE,
             kernel_name="python3",
+            kernel_manager_class=kernel_manager_class(),
             cwd=str(nb.parent),
             progress_bar=progress,
             log_output=False,
@@ -481,38 +743,25 @@ def _execute(
             timeout_func=time_left if deadline is not None else None,
             # The Makefile and the test suite export MPLBACKEND=Agg, which the kernel inherits and which would
             # silently drop every inline figure from the executed notebook (and so from the book). The log level
-            # silences ipykernel's start-up warning about its loopback TCP transport.
+            # silences ipykernel's start-up warnings.
             extra_arguments=["--matplotlib=inline", "--IPKernelApp.log_level=ERROR"],
         )
     except pm.PapermillExecutionError as exc:
-        error = f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}".strip()
-    except Exception as exc:  # kernel died, bad notebook JSON, timeout ...
-        if deadline is not None and time.monotonic() >= deadline - 1:
-            error = f"timed out after {timeout:g} s (--timeout)"
-        else:
-            error = f"{type(exc).__name__}: {exc}"
-    seconds = time.perf_counter() - start
-    if scratch.is_file():
         try:
-            data = json.loads(scratch.read_text())
-            meta = dict(provenance or run_provenance(root, profile))
-            meta.update(profile=profile, seed=notebook_parameters(data.get("cells", [])).get("seed"),
-                        seconds=round(seconds, 2), status="ok" if error is None else "failed")
-            data.setdefault("metadata", {})["dpsco"] = meta
-            scratch.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-        except (OSError, ValueError):
-            pass
-    if error is None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(scratch, output)
-    else:
-        # Never overwrite a good executed copy with a failed run: keep the failed one aside, with its traceback.
-        failed = root / FAILED / out_dir.name / rel
-        failed.parent.mkdir(parents=True, exist_ok=True)
-        if scratch.is_file():
-            os.replace(scratch, failed)
-        output = failed
-    return NotebookRun(nb, output, seconds, error)
+            # papermill wrote the copy with its error-marker cells added: the index is of the cells without them
+            cells = [c for c in json.loads(scratch.read_text())["cells"]
+                     if "papermill-error-cell-tag" not in _cell_tags(c)]
+            where = f"cell {source_cell_number(cells, exc.cell_index)}"
+        except (OSError, ValueError, KeyError):
+            where = f"cell [{exc.exec_count}]"
+        return f"{where}: {exc.ename}: {exc.evalue}".strip()
+    except Exception as exc:  # kernel died, bad notebook JSON, timeout, Ctrl-C ...
+        if _CANCEL.is_set():
+            return INTERRUPTED
+        if deadline is not None and time.monotonic() >= deadline - 1:
+            return f"timed out after {timeout:g} s (--timeout)"
+        return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def check_scheduler(address: str, timeout: float = 10.0) -> int:
@@ -596,7 +845,8 @@ def reproduce(
     provenance = run_provenance(root, profile)
     runs: list[NotebookRun] = []
     cells = {nb: _count_cells(nb) for nb in notebooks}
-    bar = _Progress(sum(cells.values()), f"{len(notebooks)} notebook(s), {profile}", progress, progress_dir)
+    bar = _Progress(sum(cells.values()), f"{len(notebooks)} notebook(s), {profile}", progress and interactive(),
+                    progress_dir)
     seen: dict[Path, int] = {}
 
     def run_one(nb: Path) -> NotebookRun:
@@ -608,17 +858,23 @@ def reproduce(
                         provenance=provenance)
 
     try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
+        with _StopOnSigint(), ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = [pool.submit(run_one, nb) for nb in notebooks]
             for fut in as_completed(futures):
                 run = fut.result()
                 runs.append(run)
+                if run.error == INTERRUPTED:
+                    continue
                 status = "ok" if run.error is None else "FAILED"
                 left = cells[run.source] - max(0, seen.get(run.source, 0) - 1)
                 bar.finished(run.source.stem, left, f"{run.source.relative_to(root)}: {status} in {run.seconds:.1f} s")
     finally:
         bar.close()
         shutil.rmtree(progress_dir, ignore_errors=True)
+    if _CANCEL.is_set():
+        stopped = [r.source.stem for r in runs if r.error == INTERRUPTED]
+        raise Interrupted(f"stopped {', '.join(stopped) or 'the run'}; no executed copy was saved for "
+                          f"{'them' if len(stopped) > 1 else 'it'}")
     order = {nb: i for i, nb in enumerate(notebooks)}
     runs.sort(key=lambda r: order[r.source])
     # Merge into the timings of earlier runs, so that rerunning one notebook keeps the others' numbers.
@@ -667,13 +923,17 @@ def seed_sweep(names: Sequence[str], *, count: int, start: int = 0, profile: str
     try:
         for seed in range(start, start + count):
             _stage_book_sources(root, root / SEEDS / str(seed))
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
+        with _StopOnSigint(), ThreadPoolExecutor(max_workers=jobs) as pool:
             for fut in as_completed([pool.submit(run_one, t) for t in tasks]):
                 nb, seed, verdict = fut.result()
+                if _CANCEL.is_set():
+                    continue
                 out[nb.stem][seed] = verdict
                 print(f"{nb.stem} seed {seed}: {verdict}", flush=True)
     finally:
         shutil.rmtree(progress_dir, ignore_errors=True)
+    if _CANCEL.is_set():
+        raise Interrupted("stopped the seed runs; no summary was written")
     summary = root / SEEDS / f"summary-{profile}.json"
     summary.parent.mkdir(parents=True, exist_ok=True)
     summary.write_text(json.dumps({k: dict(sorted(v.items())) for k, v in out.items()}, indent=1) + "\n")
@@ -819,8 +1079,9 @@ def _prune_toc(node: object, keep: set[str]) -> object:
 def prepare_book(root: Path, src: Path) -> BookPlan:
     """Stage the book in ``src`` from its executed notebooks, publishing only pages whose verdict passed.
 
-    Notebooks that were never executed, failed, or show no passing verdict are left out of a pruned
-    ``_toc.yml`` (and named in the plan); every published page gets its provenance box and hidden parameters.
+    Notebooks that were never executed, whose latest run failed, whose copy shows no passing verdict, or whose
+    copy is stale (:func:`notebook_status`) are left out of a pruned ``_toc.yml`` (and named in the plan); every
+    published page gets its provenance box and hidden parameters.
     """
     import yaml
 
@@ -828,7 +1089,7 @@ def prepare_book(root: Path, src: Path) -> BookPlan:
     published, missing, refused = [], [], []
     for nb in toc_notebooks(root):
         executed = src / nb.relative_to(root)
-        status = page_status(executed)
+        status = notebook_status(root, nb, src)
         if status.publishable:
             prepare_page(executed)
             published.append(nb)
@@ -901,8 +1162,9 @@ def build_book(
     """``jupyter-book build`` of the executed copies, warnings as errors; HTML in ``_build/html``.
 
     Builds the pages whose notebook ran with a passing verdict (a pruned table of contents) and says which
-    are missing and how to produce them. A notebook that failed, or shows no passing verdict, is never
-    published: its page is left out (any older HTML page of it is deleted) and the command exits 1.
+    are missing and how to produce them. A notebook whose latest run failed, that shows no passing verdict, or
+    whose executed copy is stale (the notebook or the code changed since its run) is never published: its
+    page is left out (any older HTML page of it is deleted) and the command exits 1.
     With ``require_all`` nothing is built unless every notebook of the book can be published.
     """
     root = require_book(root or project_root())
@@ -918,7 +1180,7 @@ def build_book(
         print(f"dpsco: refusing to publish {nb.stem}: {status.detail}", file=sys.stderr)
     if plan.refused:
         numbers = " ".join(nb.stem.split("_", 1)[0] for nb, _ in plan.refused)
-        print(f"       fix it, then rerun: dpsco reproduce {numbers} --profile {profile}", file=sys.stderr)
+        print(f"       fix what failed, then rerun: dpsco reproduce {numbers} --profile {profile}", file=sys.stderr)
     if plan.missing:
         names = ", ".join(nb.stem for nb in plan.missing)
         numbers = " ".join(nb.stem.split("_", 1)[0] for nb in plan.missing)
@@ -951,21 +1213,38 @@ def build_book(
     return 1 if plan.refused else 0
 
 
+HELP_DESCRIPTION = "List, execute (reproduce) and build the notebooks of the dpsco companion book."
+HELP_EPILOG = """examples:
+  dpsco list                                  the notebooks and the state of their executed copies
+  dpsco reproduce 1 --profile smoke           execute notebook 01 quickly (a smaller, still checked run)
+  dpsco reproduce --profile paper --jobs 2    every notebook of _toc.yml, two at a time
+  dpsco reproduce 5 --scheduler tcp://127.0.0.1:8786
+  dpsco build                                 the HTML book of the pages that ran and passed
+
+exit codes: 0 success, 1 a notebook or the build failed (or a page was refused), 2 bad command-line input,
+130 interrupted (Ctrl-C)"""
+
+
 def _parser() -> argparse.ArgumentParser:
     from dpsco_lib._version import __version__
 
-    parser = argparse.ArgumentParser(prog="dpsco", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="dpsco", description=HELP_DESCRIPTION, epilog=HELP_EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"dpsco {__version__} (dpsco_lib {__version__})")
     sub = parser.add_subparsers(dest="command")
     lst = sub.add_parser("list", help="the book's notebooks, their titles and the state of their executed copies")
     lst.add_argument("--paths", action="store_true", help="print only the notebook paths")
-    rep = sub.add_parser("reproduce", help="execute notebooks with papermill into _build/executed")
-    rep.add_argument("notebooks", nargs="*", help="paths, names or number prefixes (default: all in _toc.yml)")
+    rep = sub.add_parser("reproduce", help="execute notebooks with papermill into _build/executed",
+                         description="Execute notebooks with papermill into _build/executed/notebooks. A failed "
+                         "run never replaces a good executed copy: it goes to _build/failed, and dpsco build "
+                         "refuses the notebook until a rerun passes. Ctrl-C stops the kernels at once (exit 130).")
+    rep.add_argument("notebooks", nargs="*", help="paths, names or numbers (1 or 01; default: all in _toc.yml)")
     rep.add_argument("--profile", default="paper", help="smoke, paper or full (default: paper)")
     rep.add_argument("--jobs", default="2", help="notebooks executed at once (default: 2)")
     rep.add_argument("--timeout", default=None, help="seconds allowed to each notebook (default: no limit)")
     rep.add_argument("--scheduler", default=None, help="dask.distributed scheduler address for the sweeps")
-    rep.add_argument("--no-progress", action="store_true", help="no progress bar")
+    rep.add_argument("--no-progress", action="store_true",
+                     help="no progress bar (it is shown only when the output is a terminal anyway)")
     rep.add_argument("--build", action="store_true", help="build the HTML book afterwards")
     sds = sub.add_parser("seeds", help="run notebooks once per seed (a verdict must not depend on its seed)")
     sds.add_argument("notebooks", nargs="*", help="paths, names or number prefixes (default: all in _toc.yml)")
@@ -973,10 +1252,17 @@ def _parser() -> argparse.ArgumentParser:
     sds.add_argument("--start", default="0", help="first seed (default: 0)")
     sds.add_argument("--profile", default="smoke", help="smoke, paper or full (default: smoke)")
     sds.add_argument("--jobs", default="2", help="notebook runs at once (default: 2)")
-    bld = sub.add_parser("build", help="build the HTML book from the executed notebooks (warnings are errors)")
+    bld = sub.add_parser("build", help="build the HTML book from the executed notebooks (warnings are errors)",
+                         description="Build the HTML book (_build/html) from the executed notebooks that ran with "
+                         "a passing verdict. A notebook whose latest run failed, whose copy shows no passing "
+                         "verdict, or whose source or code (library, book package) changed since its run is "
+                         "refused: it is named with the reason and the command exits 1.")
     bld.add_argument("--all", action="store_true", dest="require_all",
                      help="build only if every notebook ran with a passing verdict (default: the pages that did)")
     return parser
+
+
+LIST_STATES = {"pass": "PASS", "fail": "FAIL", "failed": "FAILED", "stale": "STALE", "no-verdict": "NO VERDICT"}
 
 
 def _list(root: Path, paths_only: bool) -> None:
@@ -986,19 +1272,37 @@ def _list(root: Path, paths_only: bool) -> None:
             print(nb.relative_to(root))
         return
     width = max((len(nb.stem) for nb in notebooks), default=0)
+    notes = []
     for nb in notebooks:
         executed = root / EXECUTED / nb.relative_to(root)
-        status = page_status(executed)
+        status = notebook_status(root, nb)
         if status.state == "missing":
             state = "not executed"
         else:
-            try:
-                prof = json.loads(executed.read_text())["metadata"]["dpsco"]["profile"]
-            except (OSError, ValueError, KeyError, TypeError):
-                prof = "?"
-            state = f"{prof}: {'PASS' if status.publishable else status.state.upper()}"
-        print(f"{nb.stem.ljust(width)}  {state:<14}  {notebook_title(nb)}")
+            meta = _dpsco_meta(executed) or _dpsco_meta(failed_copy(root, executed))
+            state = f"{meta.get('profile', '?')}: {LIST_STATES.get(status.state, status.state.upper())}"
+            if not status.publishable:
+                notes.append(f"  {nb.stem}: {status.detail}")
+        print(f"{nb.stem.ljust(width)}  {state:<16}  {plain_text(notebook_title(nb))}")
+    if notes:
+        print("\nnot publishable (dpsco build refuses them):", *notes, sep="\n")
     print(f"\n{len(notebooks)} notebooks; rerun one with: dpsco reproduce 01 --profile smoke")
+
+
+_TEX_WORDS = {"ell": "l", "le": "<=", "leq": "<=", "ge": ">=", "geq": ">=", "varepsilon": "eps", "epsilon": "eps",
+              "cdot": "*", "times": "x", "infty": "inf", "to": "->", "sqrt": "sqrt", "ln": "ln", "log": "log"}
+
+
+def plain_text(markdown: str) -> str:
+    """A title without its markup, for a terminal: ``$\\ell_p$`` becomes ``l_p``, ``**x**`` becomes ``x``."""
+
+    def math(match: re.Match[str]) -> str:
+        tex = re.sub(r"\\([A-Za-z]+)\s*", lambda m: _TEX_WORDS.get(m.group(1), m.group(1)) + " ", match.group(1))
+        tex = re.sub(r"\\[,;:! ]", " ", tex).replace("{", "").replace("}", "")
+        return re.sub(r"\s+", " ", tex).strip().replace(" _", "_").replace(" ^", "^")
+
+    text = re.sub(r"\$\$?([^$]+)\$\$?", math, markdown)
+    return re.sub(r"\*\*|__|`", "", text)
 
 
 def _int_option(value: str, option: str) -> int:
@@ -1054,6 +1358,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"dpsco: error: {exc}", file=sys.stderr)
         return 2
+    except Interrupted as exc:
+        print(f"dpsco: interrupted: {exc}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("dpsco: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # the reader closed the pipe (``dpsco list | head``): stop quietly, as Unix tools do
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
