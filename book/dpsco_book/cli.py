@@ -1108,39 +1108,71 @@ def prepare_book(root: Path, src: Path) -> BookPlan:
         # Prose chapters point at theorems of the notebooks left out: those links stay plain text.
         sphinx_config["suppress_warnings"] = [*sphinx_config.get("suppress_warnings", []), *PARTIAL_BUILD_SUPPRESS]
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-        _unlink_missing_theorems(src, published, root)
+        unlink_missing_theorems(src, [*(src / "book").rglob("*.md"), *(src / nb.relative_to(root) for nb in published)])
     return plan
 
 
 _PRF_REF = re.compile(r"\{prf:ref\}`(?:([^`<]*?)\s*<([^`>]+)>|([^`]+))`")
-_LABEL = re.compile(r":label:\s*(\S+)")
+_LABEL = re.compile(r"^\s*:label:\s*(\S+)", re.MULTILINE)
 
 
-def _unlink_missing_theorems(src: Path, published: Sequence[Path], root: Path) -> None:
-    """In a partial build, a prose chapter's link to a theorem of a notebook left out becomes plain text.
+def _markdown_texts(page: Path) -> list[str]:
+    """The MyST text of a page: a Markdown file whole; for a notebook its markdown cells and Markdown outputs."""
+    if page.suffix != ".ipynb":
+        return [page.read_text()]
+    texts = []
+    for cell in json.loads(page.read_text()).get("cells", []):
+        source = cell.get("source", "")
+        if cell.get("cell_type") == "markdown":
+            texts.append("".join(source) if isinstance(source, list) else source)
+        for out in cell.get("outputs", []):
+            md = out.get("data", {}).get("text/markdown")
+            if md:
+                texts.append("".join(md) if isinstance(md, list) else md)
+    return texts
 
-    sphinx-proof reports such a reference with an untyped warning (which ``-W`` turns into an error and
-    ``suppress_warnings`` cannot silence), so the staged copies of the chapters are rewritten instead.
+
+def unlink_missing_theorems(src: Path, pages: Sequence[Path]) -> dict[str, set[str]]:
+    """In a partial build, a link to a theorem of a page left out becomes plain text; returns page -> labels.
+
+    The theorem labels (``:label:`` of a ``prf`` directive) are collected from ``pages`` (the staged prose
+    chapters and published notebooks); every ``{prf:ref}`` in them to any other label is rewritten as its
+    text (``F3`` for ``thm-F3``), in prose chapters and in the markdown cells and Markdown outputs of
+    notebooks alike. sphinx-proof reports such a reference with an untyped warning (which ``-W`` turns into
+    an error and ``suppress_warnings`` cannot silence), so the staged copies are rewritten instead.
     """
     defined: set[str] = set()
-    for page in [*(src / "book").rglob("*.md"), *(src / nb.relative_to(root) for nb in published)]:
-        try:
+    for page in pages:
+        for text in _markdown_texts(page):
+            defined.update(_LABEL.findall(text))
+    unlinked: dict[str, set[str]] = {}
+
+    def plain(match: re.Match[str], page: Path) -> str:
+        label = (match.group(2) or match.group(3)).strip()
+        if label in defined:
+            return match.group(0)
+        unlinked.setdefault(str(page.relative_to(src)), set()).add(label)
+        return match.group(1) or label.split("-", 1)[-1]
+
+    for page in pages:
+        if page.suffix != ".ipynb":
             text = page.read_text()
-        except OSError:
+            new = _PRF_REF.sub(lambda m, page=page: plain(m, page), text)
+            if new != text:
+                page.write_text(new)
             continue
-        defined.update(_LABEL.findall(text))
-    for page in (src / "book").rglob("*.md"):
-        text = page.read_text()
-
-        def plain(match: re.Match[str]) -> str:
-            label = match.group(2) or match.group(3)
-            if label.strip() in defined:
-                return match.group(0)
-            return match.group(1) or label.split("-", 1)[-1]
-
-        new = _PRF_REF.sub(plain, text)
-        if new != text:
-            page.write_text(new)
+        nb = json.loads(page.read_text())
+        for cell in nb.get("cells", []):
+            fields = [(cell, "source")] if cell.get("cell_type") == "markdown" else []
+            fields += [(out["data"], "text/markdown") for out in cell.get("outputs", [])
+                       if out.get("data", {}).get("text/markdown")]
+            for holder, key in fields:
+                text = "".join(holder[key]) if isinstance(holder[key], list) else holder[key]
+                new = _PRF_REF.sub(lambda m, page=page: plain(m, page), text)
+                if new != text:
+                    holder[key] = new
+        page.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    return unlinked
 
 
 def _executed_profile(src: Path, notebooks: Sequence[Path], root: Path) -> str:
