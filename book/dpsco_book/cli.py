@@ -607,12 +607,26 @@ class _StopOnSigint:
             self.previous = signal.signal(signal.SIGINT, self._handler)
         return self
 
-    @staticmethod
-    def _handler(signum: int, frame: object) -> None:
+    first: list[float] = []
+
+    @classmethod
+    def _handler(cls, signum: int, frame: object) -> None:
         if _CANCEL.is_set():
+            # `timeout -s INT` delivers the signal twice at once (to the command and to its process group):
+            # only a second Ctrl-C a moment later means "do not wait for the kernels' clean-up".
+            if time.monotonic() - cls.first[0] < 2.0:
+                return
             kill_kernels()
+            for path in _KERNEL_DIR:
+                shutil.rmtree(path, ignore_errors=True)
+            os.write(2, b"dpsco: interrupted twice: stopped without cleaning up\n")
             os._exit(130)
+        cls.first[:] = [time.monotonic()]
         _CANCEL.set()
+        import logging
+
+        # nbclient logs "Kernel died while waiting for execute reply" through papermill's logger: expected now
+        logging.getLogger("papermill").setLevel(logging.CRITICAL)
         kill_kernels()
 
     def __exit__(self, *exc: object) -> None:
@@ -871,12 +885,12 @@ def reproduce(
     finally:
         bar.close()
         shutil.rmtree(progress_dir, ignore_errors=True)
+    order = {nb: i for i, nb in enumerate(notebooks)}
+    runs.sort(key=lambda r: order[r.source])
     if _CANCEL.is_set():
         stopped = [r.source.stem for r in runs if r.error == INTERRUPTED]
         raise Interrupted(f"stopped {', '.join(stopped) or 'the run'}; no executed copy was saved for "
                           f"{'them' if len(stopped) > 1 else 'it'}")
-    order = {nb: i for i, nb in enumerate(notebooks)}
-    runs.sort(key=lambda r: order[r.source])
     # Merge into the timings of earlier runs, so that rerunning one notebook keeps the others' numbers.
     timings_path = out_dir / f"timings-{profile}.json"
     try:
