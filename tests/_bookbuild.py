@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dpsco_book.cli import _stage_mathjax, prepare_book, toc_notebooks
+from dpsco_book.cli import _stage_mathjax, notebook_status, prepare_book, toc_notebooks
 
 from ._nbtools import SMOKE_DIR, execute_smoke
 
@@ -16,9 +16,9 @@ def build_smoke_book(root: Path, out: Path) -> Path:
     """Execute missing or stale smoke copies, stage the sources, build into ``out``; return the HTML dir."""
     smoke = root / SMOKE_DIR
     for nb in toc_notebooks(root):
-        executed = smoke / nb.relative_to(root)
-        # Reuse the copies tests/test_notebooks.py executed; execute the ones that are missing or stale.
-        if not executed.is_file() or executed.stat().st_mtime < nb.stat().st_mtime:
+        # Reuse the copies tests/test_notebooks.py executed; execute the ones that are missing, failed or stale
+        # (the notebook, the library or the book package changed since their run: prepare_book refuses those).
+        if not notebook_status(root, nb, smoke).publishable:
             run = execute_smoke(root, nb)
             assert run.error is None, f"{nb.name} failed at {run.error}"
     # The same staging as `dpsco build`: config, toc, prose, run-time table, provenance boxes, hidden parameters;
