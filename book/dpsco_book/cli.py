@@ -579,7 +579,8 @@ def kernel_manager_class() -> type:
     class DpscoKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs: object) -> None:
             super().__init__(**kwargs)
-            self.transport = "ipc"
+            if os.name != "nt":  # no Unix sockets on Windows: TCP there
+                self.transport = "ipc"
             self.connection_file = str(_kernel_dir() / f"kernel-{uuid.uuid4().hex[:16]}.json")
 
         async def start_kernel(self, **kwargs: object) -> None:
