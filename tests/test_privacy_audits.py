@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from dpsco_book import privacy_audits as pa
 from scipy import stats
 
+from dpsco_book import privacy_audits as pa
 from dpsco_lib.algorithms.registry import private_algorithms
 
 GAUSSIAN = ("P1 Gaussian mechanism", "S2 noisy SGD", "D4 DP-SGD")
@@ -66,7 +66,19 @@ def test_poly_sfw_pair_shows_the_certificate_slack_and_half_noise_violates_it(de
     half = pa.pair_epsilon(d, rng, samples=100_000, noise_factor=pa.half_noise_variant(d.key))
     assert honest < 0.5 * d.claimed_epsilon < d.claimed_epsilon < half, (honest, half)
     row, _ = pa.audit_design(d, 4000, np.random.default_rng(12))
-    assert row.epsilon_lower_bound >= 0.5 * honest, row  # the audit is tight against the pair itself
+    assert row.epsilon_lower_bound >= 0.3 * honest, row  # assumption-free bound, smoke size
+    assert row.quarter_noise_epsilon_lower_bound > d.claimed_epsilon, row
+
+
+def test_gdp_conversion_is_not_used_where_it_overshoots(designs):
+    """For randomized-response-like and GG releases the GDP conversion can exceed the pair's own epsilon
+    (quarter-noise GG: about 1.9 against 1.75 at 50,000 runs); those rows report the assumption-free bound."""
+    d = designs["G1 generalized Gaussian mechanism"]
+    assert not d.gaussian_releases and not designs["F1 Poly-SFW"].gaussian_releases
+    row, res = pa.audit_design(d, 4000, np.random.default_rng(13))
+    assert row.epsilon_lower_bound == res.epsilon_lower_bound_direct <= res.epsilon_lower_bound
+    pq = pa.pair_epsilon(d, np.random.default_rng(14), samples=100_000, noise_factor=0.25)
+    assert row.quarter_noise_epsilon_lower_bound <= pq
 
 
 def test_registry_coverage_lists_every_private_algorithm():
