@@ -13,7 +13,7 @@ from scipy import stats
 from dpsco_book import privacy_audits as pa
 from dpsco_lib.algorithms.registry import private_algorithms
 
-GAUSSIAN = ("P1 Gaussian mechanism", "S2 noisy SGD", "D4 DP-SGD")
+GAUSSIAN = ("P1 Gaussian mechanism", "S2 noisy SGD", "D4 DP-SGD", "R2 noisy GD", "Z2 output perturbation")
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def test_gdp_conversion_is_not_used_where_it_overshoots(designs):
 def test_registry_coverage_lists_every_private_algorithm():
     cov = pa.registry_coverage()
     assert [c["algorithm"] for c in cov] == [r.key for r in private_algorithms()]
-    assert {"S2 noisy SGD", "D4 DP-SGD", "F1 Poly-SFW"} <= {c["algorithm"] for c in cov if c["audited"]}
+    assert {"S2 noisy SGD", "D4 DP-SGD", "F1 Poly-SFW", "R2 noisy GD"} <= {c["algorithm"] for c in cov if c["audited"]}
 
 
 def test_unknown_keys_are_refused():

@@ -6,7 +6,7 @@ ledger's :math:`\varepsilon` at the run's :math:`\delta`) and the noise the runn
 releases the privacy analysis accounts for, many runs at once, in both worlds:
 
 * Gaussian-noise algorithms (the Gaussian mechanism, noisy SGD, DP-SGD with :math:`q = 1`, noisy gradient
-  descent): the auditor observes every noisy gradient :math:`g_t = \bar\nabla_t(S) + \sigma\xi_t`; the
+  descent on linear losses): the auditor observes every noisy gradient :math:`g_t = \bar\nabla_t(S) + \sigma\xi_t`; the
   likelihood-ratio statistic of the pair is :math:`\sum_t \langle g_t - \bar\nabla_t(S_0),
   \Delta_t\rangle/\sigma^2` with :math:`\Delta_t = \bar\nabla_t(S_1) - \bar\nabla_t(S_0)`.
 * The generalized Gaussian mechanism: the auditor observes the release; the statistic is its privacy loss.
@@ -38,6 +38,8 @@ from dpsco_lib.algorithms.dp_sgd import run_dp_sgd
 from dpsco_lib.algorithms.noisy_sgd import run_noisy_sgd
 from dpsco_lib.algorithms.poly_sfw import run_poly_sfw
 from dpsco_lib.algorithms.registry import private_algorithms
+from dpsco_lib.algorithms.regularized_exponential import run_noisy_gradient_descent
+from dpsco_lib.algorithms.sparse import regularized_erm, run_output_perturbation
 from dpsco_lib.experiments.tables import delta_for_n
 from dpsco_lib.privacy.accounting.gdp import gdp_epsilon
 from dpsco_lib.privacy.audit import TradeoffAuditResult, tradeoff_audit
@@ -51,6 +53,7 @@ from dpsco_lib.privacy.mechanisms import (
 )
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.hard_linear import hard_linear
+from dpsco_lib.problems.lecture import LinearLossProblem
 
 __all__ = [
     "AuditDesign",
@@ -213,6 +216,37 @@ def _dp_sgd_design(n: int, steps: int = 4, d: int = 2, clip: float = 1.0) -> Aud
                        "every noisy clipped-gradient sum", _gaussian_path(means0, means1, np.full(steps, std / denom)))
 
 
+def _noisy_gd_design(n: int, steps: int = 4, d: int = 2) -> AuditDesign:
+    """Noisy gradient descent (R2 baseline) on the linear loss G<z, x>, canary e_1 against -e_1: every
+    step's full-batch gradient moves by the sensitivity 2G/n the calibration charges for."""
+    delta = delta_for_n(n)
+    prob = LinearLossProblem(d)
+    X = np.zeros((n, d))
+    X[0, 0] = 1.0
+    X1 = X.copy()
+    X1[0, 0] = -1.0
+    res = run_noisy_gradient_descent(prob, X, epsilon=EPSILON, delta=delta, rng=np.random.default_rng(0),
+                                     n_steps=steps)
+    x = np.zeros((1, d))
+    means0, means1 = (np.tile(prob.gradient(x, S)[0], (steps, 1)) for S in (X, X1))
+    return AuditDesign("R2 noisy GD", "noisy gradient descent", True, n, steps, delta, res.certified_epsilon(delta),
+                       "every noisy gradient", _gaussian_path(means0, means1, np.full(steps, res.params["noise_std"])))
+
+
+def _output_perturbation_design(n: int, d: int = 2, lam: float = 0.5) -> AuditDesign:
+    """Output perturbation (Z2), Gaussian version, on linear losses: the regularized minimizer
+    -z_bar/(2 lam) moves by exactly its sensitivity L/(lam n) when the canary e_1 becomes -e_1. The analysis
+    releases the noisy minimizer; its projection on the l1 ball is post-processing."""
+    delta = delta_for_n(n)
+    prob, S0, S1 = _linear_pair(n, d, 2.0)
+    res = run_output_perturbation(prob, S0, epsilon=EPSILON, delta=delta, lam=lam, sparsity=1,
+                                  rng=np.random.default_rng(0))
+    means0, means1 = (regularized_erm(prob, S, lam)[0][None, :] for S in (S0, S1))
+    return AuditDesign("Z2 output perturbation", "output perturbation", True, n, 1, delta,
+                       res.certified_epsilon(delta), "the noisy regularized minimizer",
+                       _gaussian_path(means0, means1, np.array([res.params["noise_scale"]])))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Report-noisy-min selections (Poly-SFW)
 # ---------------------------------------------------------------------------------------------------------------
@@ -294,6 +328,8 @@ _BUILDERS: dict[str, Callable[[int], AuditDesign]] = {
     "G1 generalized Gaussian mechanism": _gg_mechanism_design,
     "S2 noisy SGD": _noisy_sgd_design,
     "D4 DP-SGD": _dp_sgd_design,
+    "R2 noisy GD": _noisy_gd_design,
+    "Z2 output perturbation": _output_perturbation_design,
     "F1 Poly-SFW": _poly_sfw_design,
 }
 
