@@ -40,7 +40,7 @@ def test_negative_control_honest_audits_stay_below_the_claim(designs):
     or more of 20 seeds exceed it with probability <= 1.7% (binomial), for each algorithm."""
     alpha, seeds = 0.01, 20
     assert stats.binom.sf(1, seeds, alpha) < 0.02
-    for key in (*GAUSSIAN, "F1 Poly-SFW", "G1 generalized Gaussian mechanism"):
+    for key in (*GAUSSIAN, "F1 Poly-SFW", "G1 generalized Gaussian mechanism", "A1 private SMD saddle"):
         d = designs[key]
         over = 0
         for s in range(seeds if key in GAUSSIAN else 5):
@@ -81,10 +81,21 @@ def test_gdp_conversion_is_not_used_where_it_overshoots(designs):
     assert row.quarter_noise_epsilon_lower_bound <= pq
 
 
+def test_algorithm_1_audit_of_the_runners_own_draws_is_tight_and_catches_the_doubled_step(designs):
+    """Algorithm 1's vertex draws (the runner's own, replayed for their exact likelihood ratio): the
+    exponential-mechanism certificate is nearly attained and the doubled step is caught against the whole run."""
+    d = designs["A1 private SMD saddle"]
+    assert d.claimed_epsilon == pytest.approx(1.0, abs=1e-6)
+    row, _ = pa.audit_design(d, 10_000, np.random.default_rng(21))
+    assert 0.45 <= row.epsilon_lower_bound <= row.claimed_epsilon, row
+    assert row.caught and row.half_noise_epsilon_lower_bound > 1.2, row
+
+
 def test_registry_coverage_lists_every_private_algorithm():
     cov = pa.registry_coverage()
     assert [c["algorithm"] for c in cov] == [r.key for r in private_algorithms()]
-    assert {"S2 noisy SGD", "D4 DP-SGD", "F1 Poly-SFW", "R2 noisy GD"} <= {c["algorithm"] for c in cov if c["audited"]}
+    audited = {c["algorithm"] for c in cov if c["audited"]}
+    assert {"S2 noisy SGD", "D4 DP-SGD", "F1 Poly-SFW", "R2 noisy GD", "A1 private SMD saddle"} <= audited
 
 
 def test_unknown_keys_are_refused():
