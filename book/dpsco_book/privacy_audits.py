@@ -554,10 +554,10 @@ def verdict_checks(verdict: object, rows: list[dict[str, object]], pair: dict[st
 
     Every row: the honest lower bound stays below the claim (negative control). Rows whose certificate is
     expected to be tight: the pair's own epsilon is at least half the claim, the audit is tight (>= 0.5 x
-    claim) and the half-noise variant is caught. The other rows (slack certificate, pair eps < 0.5 claim,
-    checked): at the paper size the audit must reach half the pair's own epsilon; a half-noise variant that
-    is still private on the pair must not be flagged, one that is not must come within 20% of the claim
-    (paper size); the quarter-noise variant must be caught.
+    claim at the paper size, >= 0.4 x claim at the smoke size) and the half-noise variant is caught. The
+    other rows (slack certificate, pair eps < 0.5 claim, checked): at the paper size the audit must reach
+    half the pair's own epsilon; a half-noise variant that is still private on the pair must not be flagged,
+    one that is not must come within 20% of the claim (paper size); the quarter-noise variant must be caught.
     """
     for r in rows:
         key, claim = str(r["key"]), float(r["claimed_epsilon"])
@@ -566,7 +566,8 @@ def verdict_checks(verdict: object, rows: list[dict[str, object]], pair: dict[st
         verdict.check_at_most(f"{key}: lower bound <= claim", lb, claim, what="negative control")
         if r["tight_certificate"]:
             verdict.check_at_least(f"{key}: pair eps", p1 / claim, 0.5, what="x claim, certificate near tight")
-            verdict.check_at_least(f"{key}: tightness", lb / claim, 0.5, what="0.5 of the whole run's claim")
+            need = 0.5 if paper else 0.4  # smoke: 10,000 runs a world, the band alone costs ~0.1 of mu
+            verdict.check_at_least(f"{key}: tightness", lb / claim, need, what="of the whole run's claim")
             verdict.check(f"{key}: half noise caught", bool(r["caught"]), f"{half:.3g}", predicted=f"> {claim:.3g}")
             continue
         verdict.check_at_most(f"{key}: pair eps", p1 / claim, 0.5, what="the certificate's slack on the pair")
