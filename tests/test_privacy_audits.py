@@ -95,6 +95,7 @@ def test_registry_coverage_lists_every_private_algorithm():
     cov = pa.registry_coverage()
     assert [c["algorithm"] for c in cov] == [r.key for r in private_algorithms()]
     audited = {c["algorithm"] for c in cov if c["audited"]}
+    assert all(c["through"] in audited for c in cov if c["through"])
     assert {"S2 noisy SGD", "D4 DP-SGD", "F1 Poly-SFW", "R2 noisy GD", "A1 private SMD saddle"} <= audited
 
 

@@ -421,9 +421,17 @@ def designs(n: int = 10) -> tuple[AuditDesign, ...]:
     return tuple(design_for(k, n) for k in _BUILDERS)
 
 
+_THROUGH = {  # registry algorithms whose every privacy release is made by an audited runner
+    "X2 group-robust": "A1 private SMD saddle",  # run_private_smd_saddle on the lifted game
+    "X2 group-blind ERM": "F1 Poly-SFW",  # run_poly_sfw on the pooled logistic problem
+}
+
+
 def registry_coverage() -> list[dict[str, object]]:
-    """The registry's private algorithms and whether this module audits them white-box."""
-    return [{"algorithm": r.key, "audited": r.key in _BUILDERS} for r in private_algorithms()]
+    """The registry's private algorithms: ``audited`` (a white-box audit here), ``through`` (the audited runner
+    that makes all of its releases, or None)."""
+    return [{"algorithm": r.key, "audited": r.key in _BUILDERS, "through": _THROUGH.get(r.key)}
+            for r in private_algorithms()]
 
 
 # ---------------------------------------------------------------------------------------------------------------
