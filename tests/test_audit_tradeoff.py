@@ -34,16 +34,26 @@ def _max_failures(seeds: int, p: float, false_alarm: float) -> int:
 
 @pytest.mark.parametrize("mu", [0.3, 1.0, 2.0])
 def test_lower_bound_is_valid_on_exact_gaussian_samples(mu):
-    """Each seed's bound exceeds the truth w.p. <= ALPHA; the count over 40 seeds is tested at 1e-3."""
-    seeds, delta = 40, 1e-5
+    """The bound stays <= the truth in >= 95% of 40 seeds (at most 2 exceed it). At alpha = 0.01 each seed
+    exceeds it w.p. <= 0.01, so the test's false-alarm probability is P(Bin(40, 0.01) > 2) < 0.01."""
+    seeds, delta, alpha = 40, 1e-5, 0.01
+    k = 2
+    assert _max_failures(seeds, alpha, 0.01) <= k
     over_mu = over_eps = over_direct = 0
     for s in range(seeds):
-        res = A.tradeoff_audit(*_gauss(mu, 1500, 1000 * s + 7), delta=delta, alpha=ALPHA)
+        res = A.tradeoff_audit(*_gauss(mu, 1500, 1000 * s + 7), delta=delta, alpha=alpha)
         over_mu += res.mu_lower_bound > mu
         over_eps += res.epsilon_lower_bound > gdp_epsilon(mu, delta=delta)
         over_direct += res.epsilon_lower_bound_direct > gdp_epsilon(mu, delta=delta)
-    k = _max_failures(seeds, ALPHA, 1e-3)
-    assert over_mu <= k and over_eps <= k and over_direct <= k, (over_mu, over_eps, over_direct, k)
+    assert over_mu <= k and over_eps <= k and over_direct <= k, (over_mu, over_eps, over_direct)
+
+
+def test_a_loose_band_does_exceed_the_truth_sometimes():
+    """At a loose level the bound exceeds the truth in some seeds: the test above can fail (the band is
+    not vacuous)."""
+    over = sum(A.tradeoff_audit(*_gauss(1.0, 300, s), delta=1e-5, alpha=0.9).mu_lower_bound > 1.0
+               for s in range(60))
+    assert over >= 1
 
 
 @pytest.mark.parametrize(("mu", "delta"), [(1.0, 1e-5), (0.27, 1e-5), (1.5, 0.08)])
