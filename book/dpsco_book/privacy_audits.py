@@ -5,14 +5,19 @@ algorithm's runner once on it at :math:`\varepsilon = 1` to read the **certifica
 ledger's :math:`\varepsilon` at the run's :math:`\delta`) and the noise the runner calibrated, then replays the
 releases the privacy analysis accounts for, many runs at once, in both worlds:
 
-* Gaussian-noise algorithms (the Gaussian mechanism, noisy SGD, DP-SGD with :math:`q = 1`, noisy gradient
-  descent on linear losses): the auditor observes every noisy gradient :math:`g_t = \bar\nabla_t(S) + \sigma\xi_t`; the
-  likelihood-ratio statistic of the pair is :math:`\sum_t \langle g_t - \bar\nabla_t(S_0),
-  \Delta_t\rangle/\sigma^2` with :math:`\Delta_t = \bar\nabla_t(S_1) - \bar\nabla_t(S_0)`.
+* Gaussian releases (the Gaussian mechanism, noisy SGD, DP-SGD with sampling rate 1, noisy gradient descent
+  and output perturbation, on linear losses): the auditor observes every noisy gradient (or the noisy output)
+  :math:`g_t = \bar\nabla_t(S) + \sigma\xi_t`; the privacy loss of the pair is
+  :math:`\sum_t \langle g_t - m_t, \Delta_t\rangle/\sigma^2` with :math:`\Delta_t = \bar\nabla_t(S_1) -
+  \bar\nabla_t(S_0)` and :math:`m_t` their mid-point.
+* DP-SGD with Poisson sampling: the canary's inclusion is the only signal; the privacy loss is
+  :math:`\sum_t \ln(1 - q + q e^{(y_t - 1/2)/\sigma^2})` of the noisy sums :math:`y_t` along its gradient.
 * The generalized Gaussian mechanism: the auditor observes the release; the statistic is its privacy loss.
 * Poly-SFW: the analysis releases only the index selected by each report-noisy-min step (not the noisy score
   vector, which its per-step budget does not cover); the statistic is the sum over steps of the log likelihood
   ratio of the selected index, the selection laws estimated on independent reference draws.
+* Algorithm 1: the runner's own vertex draws (``run_private_smd_saddle_many``); both worlds' entropic states
+  are replayed at the released points for the exact likelihood ratio of the transcript.
 
 The two samples of the statistic go to :func:`dpsco_lib.privacy.audit.tradeoff_audit` (whole trade-off curve,
 simultaneous band). For Gaussian releases the pair's trade-off function is exactly :math:`G_\mu`, so the
