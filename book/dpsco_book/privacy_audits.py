@@ -290,7 +290,7 @@ def _vertex_scores(grads: np.ndarray, radius: float) -> np.ndarray:
     return np.hstack([radius * grads, -radius * grads])
 
 
-def _selection_draw(scores0: np.ndarray, scores1: np.ndarray, scales: np.ndarray, reference: int = 200_000,
+def _selection_draw(scores0: np.ndarray, scores1: np.ndarray, scales: np.ndarray, reference: int = 100_000,
                     seed: int = 12345) -> Draw:
     """Report-noisy-min with Laplace(scale_t) noise; statistic = sum_t log P_1(j_t) / P_0(j_t).
 
