@@ -13,6 +13,10 @@ Contents
   advance), :func:`choose_threshold` (threshold chosen on a separate split), :func:`audit_mechanism`
   (both, on disjoint samples), :func:`epsilon_lower_bound_from_counts`.
 * :math:`\mu`-GDP audit for Gaussian-noise mechanisms: :func:`mu_gdp_lower_bound`.
+* Whole trade-off-curve audit (Nasr et al. 2023): :func:`tradeoff_audit` and
+  :func:`empirical_tradeoff_curve`, a :math:`\mu`-GDP lower bound from two samples of a test statistic
+  with a band valid at every threshold at once, converted to :math:`\varepsilon` at the run's
+  :math:`\delta`.
 * The privacy-loss variable of the generalized Gaussian (GG) mechanism (Spec G1) and Monte-Carlo
   :math:`\delta(\varepsilon)`: :func:`gg_privacy_loss`, :func:`monte_carlo_delta`.
 * The Rényi divergence between two GG laws: quadrature in :math:`d \le 2`
@@ -50,6 +54,7 @@ from dpsco_lib._validation import (
     check_rng,
 )
 from dpsco_lib.geometry.norms import lp_norm
+from dpsco_lib.privacy.accounting.gdp import gdp_epsilon
 from dpsco_lib.privacy.mechanisms import generalized_gaussian_noise
 
 __all__ = [
@@ -57,12 +62,15 @@ __all__ = [
     "GDPAuditResult",
     "MonteCarloDelta",
     "RenyiEstimate",
+    "TradeoffAuditResult",
+    "TradeoffCurve",
     "audit_mechanism",
     "canary_audit",
     "choose_threshold",
     "DeltaInterval",
     "clopper_pearson",
     "epsilon_lower_bound",
+    "empirical_tradeoff_curve",
     "epsilon_lower_bound_from_counts",
     "gg_log_normalizer",
     "gg_privacy_loss",
@@ -72,6 +80,7 @@ __all__ = [
     "mu_gdp_lower_bound_from_counts",
     "renyi_divergence_gg_monte_carlo",
     "renyi_divergence_gg_quadrature",
+    "tradeoff_audit",
 ]
 
 Mechanism = Callable[[Any, np.random.Generator, int], Any]
@@ -521,6 +530,213 @@ def mu_gdp_lower_bound(
     return mu_gdp_lower_bound_from_counts(
         int(np.sum(ts > t)), int(np.sum(tp > t)), nn, nn, alpha, threshold=t, claimed_mu=claimed_mu
     )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Whole trade-off-curve audit (Nasr et al. 2023)
+# ---------------------------------------------------------------------------------------------------------
+_ALTERNATIVES = ("greater", "less", "two-sided")
+
+
+@dataclass(frozen=True)
+class TradeoffCurve:
+    r"""Empirical trade-off curve of the tests "say world 1 iff :math:`T > t`", with a simultaneous band.
+
+    Attributes
+    ----------
+    thresholds : ndarray (k,)
+        The thresholds :math:`t` (every distinct observed value, plus :math:`-\infty`).
+    fpr, fnr : ndarray (k,)
+        Empirical type-I error :math:`\widehat P_0(T > t)` and type-II error :math:`\widehat P_1(T \le t)`.
+    fpr_upper, fnr_upper : ndarray (k,)
+        Their upper confidence bounds, valid at every threshold simultaneously (one-sided
+        Dvoretzky-Kiefer-Wolfowitz-Massart band).
+    band : tuple of float
+        Half-widths :math:`(\epsilon_0, \epsilon_1)` of the band in world 0 and world 1.
+    alpha : float
+        Failure probability of the band (both worlds together).
+    """
+
+    thresholds: np.ndarray
+    fpr: np.ndarray
+    fnr: np.ndarray
+    fpr_upper: np.ndarray
+    fnr_upper: np.ndarray
+    band: tuple[float, float]
+    alpha: float
+
+
+def _statistic_sample(x: Any, name: str) -> np.ndarray:
+    a = check_array(x, name, ndim=1)
+    if a.size < 1:
+        raise ValueError(f"{name} must hold at least one value, got an empty array")
+    return a
+
+
+def empirical_tradeoff_curve(statistic_0: np.ndarray, statistic_1: np.ndarray, *, alpha: float = 0.05) -> TradeoffCurve:
+    r"""Empirical trade-off curve of a scalar test statistic with a band valid at all thresholds at once.
+
+    For the tests :math:`\phi_t = 1\{T > t\}` ("the data set is world 1"), the type-I error is
+    :math:`\mathrm{FPR}(t) = P_0(T > t) = 1 - F_0(t)` and the type-II error is
+    :math:`\mathrm{FNR}(t) = F_1(t)`. By the one-sided Dvoretzky-Kiefer-Wolfowitz inequality with
+    Massart's constant (Massart 1990), :math:`P(\sup_t (F(t) - \widehat F_m(t)) > \epsilon) \le
+    e^{-2 m \epsilon^2}` and likewise for :math:`\widehat F_m - F`; with
+    :math:`\epsilon_i = \sqrt{\ln(2/\alpha) / (2 m_i)}` the bounds
+    :math:`\mathrm{FPR}(t) \le \widehat{\mathrm{FPR}}(t) + \epsilon_0` and
+    :math:`\mathrm{FNR}(t) \le \widehat{\mathrm{FNR}}(t) + \epsilon_1` hold for *every* :math:`t`
+    simultaneously with probability :math:`\ge 1 - \alpha`. Thresholds may therefore be chosen after
+    looking at the data (no selection split, no union bound over thresholds).
+
+    Parameters
+    ----------
+    statistic_0, statistic_1 : array_like (m0,), (m1,)
+        Finite values of the statistic on independent runs in world 0 and world 1.
+    alpha : float
+        Failure probability of the band, in (0, 1).
+
+    Returns
+    -------
+    TradeoffCurve
+    """
+    s0 = np.sort(_statistic_sample(statistic_0, "statistic_0"))
+    s1 = np.sort(_statistic_sample(statistic_1, "statistic_1"))
+    a = _check_alpha(alpha)
+    e0 = math.sqrt(math.log(2.0 / a) / (2.0 * s0.size))
+    e1 = math.sqrt(math.log(2.0 / a) / (2.0 * s1.size))
+    t = np.concatenate([[-np.inf], np.unique(np.concatenate([s0, s1]))])
+    fpr = 1.0 - np.searchsorted(s0, t, side="right") / s0.size
+    fnr = np.searchsorted(s1, t, side="right") / s1.size
+    return TradeoffCurve(t, fpr, fnr, np.minimum(1.0, fpr + e0), np.minimum(1.0, fnr + e1), (e0, e1), a)
+
+
+@dataclass(frozen=True)
+class TradeoffAuditResult:
+    r"""Outcome of :func:`tradeoff_audit`.
+
+    Attributes
+    ----------
+    mu_lower_bound : float
+        With probability :math:`\ge 1 - \alpha`, the mechanism is not :math:`\mu`-GDP for any
+        :math:`\mu <` ``mu_lower_bound`` (no assumption on its trade-off curve).
+    epsilon_lower_bound : float
+        :math:`\varepsilon_\mu(\delta)` of :math:`\mu_{lb}`-GDP at ``delta`` (Dong, Roth and Su 2022,
+        Cor. 2.13): a lower bound on the :math:`\varepsilon` of the mechanism at ``delta`` whenever its
+        trade-off curve is Gaussian (exactly so for compositions of Gaussian mechanisms on a fixed pair of
+        neighbours; the assumption of Nasr et al. 2023).
+    epsilon_lower_bound_direct : float
+        Assumption-free :math:`(\varepsilon, \delta)` lower bound from the same band:
+        :math:`\max_t \max(\ln\frac{1 - \delta - \overline{\mathrm{FNR}}}{\overline{\mathrm{FPR}}},
+        \ln\frac{1 - \delta - \overline{\mathrm{FPR}}}{\overline{\mathrm{FNR}}})`, clamped at 0.
+    delta, alpha : float
+        The :math:`\delta` of the conversion and the failure probability of the bounds.
+    trials : tuple of int
+        Runs in world 0 and world 1.
+    threshold : float
+        Threshold (in the orientation that attains the bound) of the best test.
+    orientation : str
+        ``"greater"`` (world 1 has the larger statistic) or ``"less"``.
+    curve : TradeoffCurve
+        The empirical curve and band of that orientation.
+    claimed_epsilon : float or None
+        The certified epsilon at ``delta``, if given.
+    """
+
+    mu_lower_bound: float
+    epsilon_lower_bound: float
+    epsilon_lower_bound_direct: float
+    delta: float
+    alpha: float
+    trials: tuple[int, int]
+    threshold: float
+    orientation: str
+    curve: TradeoffCurve
+    claimed_epsilon: float | None = None
+
+    @property
+    def tightness(self) -> float:
+        """``epsilon_lower_bound / claimed_epsilon`` (NaN without a claim)."""
+        return math.nan if self.claimed_epsilon is None else self.epsilon_lower_bound / self.claimed_epsilon
+
+    @property
+    def violation(self) -> bool:
+        """True when a claim was given and the GDP-converted lower bound exceeds it."""
+        return self.claimed_epsilon is not None and self.epsilon_lower_bound > self.claimed_epsilon
+
+
+def _best_of_curve(c: TradeoffCurve, delta: float) -> tuple[float, float, float]:
+    """(mu_lb, direct eps_lb, threshold attaining mu_lb) of one oriented curve."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = ndtri(1.0 - c.fpr_upper) - ndtri(c.fnr_upper)
+        num1, num2 = 1.0 - delta - c.fnr_upper, 1.0 - delta - c.fpr_upper
+        e1 = np.where((num1 > 0) & (c.fpr_upper > 0), np.log(np.maximum(num1, 1e-300) / c.fpr_upper), -np.inf)
+        e2 = np.where((num2 > 0) & (c.fnr_upper > 0), np.log(np.maximum(num2, 1e-300) / c.fnr_upper), -np.inf)
+    mu = np.where(np.isnan(mu), -np.inf, mu)
+    k = int(np.argmax(mu))
+    return max(0.0, float(mu[k])), max(0.0, float(np.max(np.maximum(e1, e2)))), float(c.thresholds[k])
+
+
+def tradeoff_audit(
+    statistic_0: np.ndarray,
+    statistic_1: np.ndarray,
+    *,
+    delta: float,
+    alpha: float = 0.05,
+    alternative: str = "greater",
+    claimed_epsilon: float | None = None,
+) -> TradeoffAuditResult:
+    r"""Audit from the whole empirical trade-off curve: a :math:`\mu`-GDP and an :math:`\varepsilon` lower bound.
+
+    A :math:`\mu`-GDP mechanism (Dong, Roth and Su 2022, Def. 2.7) has every test between neighbouring
+    inputs satisfy :math:`\mathrm{FNR} \ge G_\mu(\mathrm{FPR}) = \Phi(\Phi^{-1}(1 - \mathrm{FPR}) - \mu)`,
+    i.e. :math:`\mu \ge \Phi^{-1}(1 - \mathrm{FPR}) - \Phi^{-1}(\mathrm{FNR})`, decreasing in both rates.
+    Evaluating it at the upper band of :func:`empirical_tradeoff_curve` for every threshold and taking the
+    maximum gives :math:`\mu_{lb}`, valid with probability :math:`\ge 1 - \alpha` although the best
+    threshold is chosen on the same runs (the band is simultaneous). The whole curve enters, as in the
+    Gaussian-DP audits of Nasr et al. (2023, "Tight auditing of differentially private machine learning").
+    :math:`\mu_{lb}` is converted to :math:`\varepsilon_{lb} = \varepsilon_{\mu_{lb}}(\delta)` (Dong, Roth and
+    Su 2022, Cor. 2.13; :func:`~dpsco_lib.privacy.accounting.gdp.gdp_epsilon`), a lower bound on the
+    :math:`\varepsilon` at :math:`\delta` of any mechanism whose trade-off curve is Gaussian. The
+    assumption-free bound of the same band is reported as ``epsilon_lower_bound_direct``. Spec "Audits".
+
+    Parameters
+    ----------
+    statistic_0, statistic_1 : array_like (m0,), (m1,)
+        Finite values of a scalar statistic on independent runs on the two neighbouring inputs. For a
+        tight audit use the likelihood-ratio statistic (Neyman-Pearson), e.g. the sum over steps of the
+        released noisy gradients projected on the canary direction.
+    delta : float
+        The :math:`\delta` of the claim, in [0, 1).
+    alpha : float
+        Failure probability of the bound, in (0, 1).
+    alternative : {"greater", "less", "two-sided"}
+        Whether world 1 tends to larger values, smaller values, or either (then each orientation gets
+        ``alpha / 2``).
+    claimed_epsilon : float, optional
+        The certified epsilon at ``delta``, recorded (``result.violation``, ``result.tightness``).
+
+    Returns
+    -------
+    TradeoffAuditResult
+    """
+    s0 = _statistic_sample(statistic_0, "statistic_0")
+    s1 = _statistic_sample(statistic_1, "statistic_1")
+    a = _check_alpha(alpha)
+    dl = check_delta(delta)
+    if alternative not in _ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {_ALTERNATIVES}, got {alternative!r}")
+    if claimed_epsilon is not None:
+        claimed_epsilon = check_epsilon(claimed_epsilon, "claimed_epsilon")
+    sides = ("greater", "less") if alternative == "two-sided" else (alternative,)
+    results = []
+    for side in sides:
+        sign = 1.0 if side == "greater" else -1.0
+        c = empirical_tradeoff_curve(sign * s0, sign * s1, alpha=a / len(sides))
+        mu, eps_direct, t = _best_of_curve(c, dl)
+        results.append((mu, eps_direct, sign * t, side, c))
+    mu, _, t, side, c = max(results, key=lambda r: r[0])
+    eps_direct = max(r[1] for r in results)
+    eps = 0.0 if mu == 0.0 else gdp_epsilon(mu, delta=dl)
+    return TradeoffAuditResult(mu, eps, eps_direct, dl, a, (s0.size, s1.size), t, side, c, claimed_epsilon)
 
 
 # ---------------------------------------------------------------------------------------------------------
