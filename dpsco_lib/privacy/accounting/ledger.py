@@ -49,6 +49,7 @@ from dpsco_lib.privacy.accounting.events import (
     to_dp_accounting,
 )
 from dpsco_lib.privacy.accounting.gdp import gdp_epsilon
+from dpsco_lib.privacy.accounting.pld import pld_epsilon
 from dpsco_lib.privacy.accounting.rdp import (
     rdp_bounded_range,
     rdp_gaussian,
@@ -213,41 +214,15 @@ def _flatten(events: Sequence[DpEvent]) -> list[DpEvent]:
     return out
 
 
-@lru_cache(maxsize=128)
-def _pld_of(ev: DpEvent, interval: float) -> Any:
-    from dp_accounting.pld import common
-    from dp_accounting.pld import privacy_loss_distribution as pld
-    from dp_accounting.privacy_accountant import NeighboringRelation
-
-    if isinstance(ev, SelfComposedEvent):
-        return _pld_of(ev.event, interval).self_compose(ev.repetitions)
-    if isinstance(ev, ComposedEvent):
-        out = pld.identity(value_discretization_interval=interval)
-        for e in ev.events:
-            out = out.compose(_pld_of(e, interval))
-        return out
-    if isinstance(ev, (LaplaceEvent, ExponentialEvent)):
-        # The dominating pair of eps-DP (randomized response): valid for either relation.
-        return pld.from_privacy_parameters(common.DifferentialPrivacyParameters(ev.epsilon, 0.0),
-                                           value_discretization_interval=interval)
-    if isinstance(ev, GaussianEvent):
-        return pld.from_gaussian_mechanism(ev.noise_multiplier, value_discretization_interval=interval)
-    if isinstance(ev, SubsampledGaussianEvent):
-        return pld.from_gaussian_mechanism(ev.noise_multiplier, sampling_prob=ev.sampling_rate,
-                                           value_discretization_interval=interval,
-                                           neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE)
-    raise ValueError(f"no PLD for {type(ev).__name__}")  # pragma: no cover (guarded by pld_ok)
-
-
 def _pld_epsilon(events: Sequence[DpEvent], delta: float) -> float:
-    if not events:
-        return 0.0
-    ival = _pld_interval(events)
-    try:
-        eps = _pld_of(ComposedEvent(tuple(events)), ival).get_epsilon_for_delta(delta)
-    except (OverflowError, FloatingPointError, ValueError, MemoryError):  # pragma: no cover (range-guarded)
-        return math.inf
-    return max(float(eps), 0.0) if math.isfinite(eps) else math.inf
+    # Sound at every delta: the PLD's discretization and truncation are pessimistic (charged by dp-accounting)
+    # and its FFT rounding error is charged to delta (pld.pld_epsilon). Where that error is of the order of
+    # delta itself the PLD cannot certify, and the "pld" accountant falls back to the RDP certificate.
+    eps = pld_epsilon(tuple(events), delta, _pld_interval(events))
+    if math.isfinite(eps):
+        return eps
+    a = _check_orders(None)
+    return rdp_to_epsilon(_seq_stats(events, a).rdp, orders=a, delta=delta)[0]
 
 
 # ----------------------------------------------------------------------------------------------------------------
