@@ -508,8 +508,10 @@ class PrivacyLedger:
         return f"({self.epsilon(delta):.4g}, {delta:.3g})-DP under {self.relation or 'replace_one'} neighbours"
 
     def to_dp_events(self) -> Any:
-        """The run as one dp-accounting ``ComposedDpEvent``, for an accountant under the ledger's relation
-        (see :func:`~dpsco_lib.privacy.accounting.events.to_dp_accounting`)."""
+        """The run as one dp-accounting ``ComposedDpEvent``, for an accountant built with
+        ``NeighboringRelation.ADD_OR_REMOVE_ONE`` whatever the ledger's relation (the export carries each event's
+        privacy curve; see :func:`~dpsco_lib.privacy.accounting.events.to_dp_accounting`, which also lists the
+        events that raise ``ValueError``)."""
         from dp_accounting import dp_event as de
 
         return de.ComposedDpEvent([to_dp_accounting(e) for e in self._events])
