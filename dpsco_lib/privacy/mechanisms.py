@@ -39,9 +39,9 @@ from dpsco_lib._validation import (
     check_delta,
     check_epsilon,
     check_in_range,
-    check_int,
     check_positive,
     check_rng,
+    check_size,
 )
 
 __all__ = [
@@ -73,7 +73,7 @@ _CHUNK_ENTRIES = 4_000_000
 def _check_size(size: int | None) -> int | None:
     if size is None:
         return None
-    return check_int(size, "size", lo=1)
+    return check_size(size, "size", lo=1)
 
 
 def _check_value(value: object) -> np.ndarray:
@@ -649,11 +649,11 @@ def generalized_gaussian_noise(
     size : int, optional
         Number of i.i.d. draws; returns ``(size, d)`` (``(d,)`` when None).
     """
-    dd = check_int(d, "d", lo=1)
+    dd = check_size(d, "d", lo=1)
     qq = _check_q(q)
     sig = check_positive(sigma, "sigma")
     gen = check_rng(rng)
-    m = _check_size(size)
+    m = None if size is None else check_size(size, "size", lo=1, per_entry=dd)
     mm = 1 if m is None else m
     if math.isinf(qq):
         g = gen.uniform(-1.0, 1.0, size=(mm, dd))

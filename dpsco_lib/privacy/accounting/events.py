@@ -50,6 +50,7 @@ __all__ = [
     "ReportNoisyMaxEvent",
     "SelfComposedEvent",
     "SubsampledGaussianEvent",
+    "check_events",
     "check_relation",
     "to_dp_accounting",
     "to_replace_one",
@@ -307,6 +308,19 @@ class ReplaceOneFromAddRemove(DpEvent):
     @property
     def count(self) -> int:
         return sum(e.count for e in self.events)
+
+
+def check_events(events: Any, name: str = "events") -> tuple[DpEvent, ...]:
+    """Validate a sequence of :class:`DpEvent` (a list or tuple; a single event is not a sequence)."""
+    if isinstance(events, (str, bytes, DpEvent)) or not isinstance(events, (list, tuple)):
+        raise TypeError(
+            f"{name} must be a list or tuple of DpEvent objects, got {events!r} of type {type(events).__name__}"
+        )
+    for i, e in enumerate(events):
+        if not isinstance(e, DpEvent):
+            raise TypeError(f"{name}[{i}] must be a DpEvent (e.g. GaussianEvent(2.0)), got {e!r} of type "
+                            f"{type(e).__name__}")
+    return tuple(events)
 
 
 def to_replace_one(*events: DpEvent) -> ReplaceOneFromAddRemove:

@@ -45,6 +45,7 @@ from dpsco_lib.privacy.accounting.events import (
     ReplaceOneFromAddRemove,
     SelfComposedEvent,
     SubsampledGaussianEvent,
+    check_events,
     check_relation,
     to_dp_accounting,
 )
@@ -312,6 +313,7 @@ def epsilons_of_events(
     (:class:`~dpsco_lib.privacy.accounting.events.ReplaceOneFromAddRemove`) are certified with half of delta
     split evenly between them (group privacy, their own best accountant) and added by basic composition.
     """
+    events = check_events(events)
     delta = check_delta(delta)
     a = _check_orders(orders)
     wanted = set(METHODS) if methods is None else set(methods)
