@@ -10,9 +10,12 @@ Accountants (``method``)
 pure steps only; ``"kov"`` the optimal composition of Kairouz-Oh-Viswanath 2015 (KOV15) for k steps of one
 eps0; ``"rdp"`` Renyi DP (Mironov 2017) with the CKS20/BBGHS20 conversion, every event kind; ``"gdp"`` exact
 mu-GDP (Dong-Roth-Su 2022) for Gaussian events; ``"pld"`` privacy-loss distributions of dp-accounting
-(pessimistic discretization, a valid upper bound) for pure, exponential, Gaussian and subsampled-Gaussian
-events; ``"best"`` the minimum over the applicable ones (each is valid, so is their minimum). For a ledger that
-is one parallel block, ``"best"`` also considers ``"per_part"``: the largest of the parts' own best certificates.
+for pure, exponential, Gaussian and subsampled-Gaussian events, sound at every delta: pessimistic
+discretization, truncated mass charged to delta by dp-accounting, and the FFT composition's rounding error
+bounded and charged to delta here (:mod:`~dpsco_lib.privacy.accounting.pld`); where that bound exceeds delta/2
+(delta below ~1e-9 for long compositions) ``"pld"`` reports the RDP certificate instead; ``"best"`` the
+minimum over the applicable ones (each is valid, so is their minimum). For a ledger that is one parallel block,
+``"best"`` also considers ``"per_part"``: the largest of the parts' own best certificates.
 """
 
 from __future__ import annotations
