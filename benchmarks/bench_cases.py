@@ -55,6 +55,7 @@ __all__ = [
     "floor_pass",
     "make_problem",
     "resolve",
+    "discrete_sampler_rates",
     "stream_poly_sfw",
     "sweep_gap_vs_n",
     "sweep_grid",
@@ -382,3 +383,22 @@ def _stream_run(run: Callable[..., Any], problem: Any, n: int, block_size: int, 
     stream = problem.stream(n, np.random.default_rng(seed), block_size)
     return stream, run(problem, stream, epsilon=epsilon, delta=delta, rng=np.random.default_rng(seed + 1000),
                        accountant=accountant, step_constant=step_constant)
+
+
+def discrete_sampler_rates(n: int = 3000, seed: int = 0, scale: float = 10.0) -> dict[str, Any]:
+    """Samples per second of the exact discrete samplers (CKS20; :mod:`dpsco_lib.privacy.discrete`) against
+    numpy's float Laplace and normal samplers, at noise scale ``scale`` (grid steps), in this process."""
+    from dpsco_lib.privacy.discrete import discrete_gaussian, discrete_laplace
+
+    rng = np.random.default_rng(seed)
+    out: dict[str, Any] = {"n": int(n), "seed": int(seed), "scale": float(scale)}
+    for name, draw, m in (("discrete_laplace", lambda k: discrete_laplace(scale, rng=rng, size=k), n),
+                          ("discrete_gaussian", lambda k: discrete_gaussian(scale, rng=rng, size=k), n),
+                          ("float_laplace", lambda k: rng.laplace(0.0, scale, size=k), 1000 * n),
+                          ("float_gaussian", lambda k: rng.normal(0.0, scale, size=k), 1000 * n)):
+        t0 = time.perf_counter()
+        draw(m)
+        out[f"{name}_per_second"] = m / (time.perf_counter() - t0)
+    out["laplace_slowdown"] = out["float_laplace_per_second"] / out["discrete_laplace_per_second"]
+    out["gaussian_slowdown"] = out["float_gaussian_per_second"] / out["discrete_gaussian_per_second"]
+    return out

@@ -29,7 +29,11 @@ Measured, every time in the same process:
    1 GiB target, excess risk over the trivial one (several seeds and accountants with ``--stream-seeds`` /
    ``--stream-accountants``).
 
-The last three are merged into an existing results file, so ``--only sweep_scaling`` and ``--time-command`` add
+8. **Discrete samplers** (key ``discrete_samplers``, only with ``--only discrete_samplers``): samples per second
+   of the exact discrete Laplace and discrete Gaussian samplers (Canonne-Kamath-Steinke 2020) against numpy's
+   float samplers at the same scale (:func:`bench_cases.discrete_sampler_rates`).
+
+The last four are merged into an existing results file, so ``--only sweep_scaling`` and ``--time-command`` add
 their entry without removing the others (and a full run keeps them).
 
 Usage::
@@ -83,7 +87,7 @@ SWEEP_TARGET_SPEEDUP = 1.7
 #: Issue 10: wall-time targets (seconds) of the build commands on the two-core machine.
 BUILD_TARGETS: dict[str, float] = {"make test": 15 * 60.0, "make book": 30 * 60.0}
 #: Keys written by ``--only sweep_scaling`` / ``--time-command``; a results file may hold only these.
-EXTRA_KEYS = ("sweep_scaling", "build_times", "streaming")
+EXTRA_KEYS = ("sweep_scaling", "build_times", "streaming", "discrete_samplers")
 #: Keys of one streamed run (:func:`bench_cases.stream_poly_sfw`).
 STREAM_KEYS = ("n", "d", "block_size", "seed", "accountant", "seconds", "cpu_seconds", "peak_rss_mb", "excess_risk",
                "trivial_excess_risk", "ratio", "bounded_memory")
@@ -598,6 +602,12 @@ def validate_extra(res: dict[str, Any]) -> None:
                 raise ValueError(f"build_times[{label!r}] lacks the key {k!r}")
         if not b["wall_seconds"] > 0:
             raise ValueError(f"build_times[{label!r}] wall_seconds must be positive, got {b['wall_seconds']!r}")
+    ds = res.get("discrete_samplers")
+    if ds is not None:
+        for k in ("discrete_laplace_per_second", "discrete_gaussian_per_second", "float_laplace_per_second",
+                  "float_gaussian_per_second", "laplace_slowdown", "gaussian_slowdown"):
+            if not (isinstance(ds.get(k), float) and ds[k] > 0):
+                raise ValueError(f"discrete_samplers[{k!r}] must be a positive float, got {ds.get(k)!r}")
     st = res.get("streaming")
     if st is not None:
         for k in ("created_utc", "n", "d", "block_size", "runs", "peak_rss_mb", "target_peak_mb", "under_target"):
@@ -655,7 +665,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-sweep-scaling", action="store_true", help="skip the sweep-scaling case")
     ap.add_argument("--cvxpy-dims", default=",".join(map(str, DEFAULT_CVXPY_DIMS)))
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", choices=("sweep_scaling", "streaming"), default=None,
+    ap.add_argument("--only", choices=("sweep_scaling", "streaming", "discrete_samplers"), default=None,
                     help="run only this case and merge its entry into --out (other entries are kept)")
     ap.add_argument("--stream-n", default=str(bc.STREAM_N), help="records of the streaming case (default 1e7)")
     ap.add_argument("--stream-block", type=int, default=bc.STREAM_BLOCK, help="records per block (streaming case)")
@@ -695,6 +705,15 @@ def main(argv: list[str] | None = None) -> int:
         validate_extra({"streaming": stream})
         merge_results(out, {"streaming": stream})
         print(f"wrote streaming to {out}")
+        return 0
+
+    if args.only == "discrete_samplers":
+        rates = bc.discrete_sampler_rates()
+        validate_extra({"discrete_samplers": rates})
+        merge_results(out, {"discrete_samplers": rates})
+        print(f"discrete Laplace {rates['discrete_laplace_per_second']:.3g}/s ({rates['laplace_slowdown']:.3g} x "
+              f"slower than float), discrete Gaussian {rates['discrete_gaussian_per_second']:.3g}/s "
+              f"({rates['gaussian_slowdown']:.3g} x); wrote {out}")
         return 0
 
     if args.only == "sweep_scaling":

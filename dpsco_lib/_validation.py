@@ -24,7 +24,13 @@ __all__ = [
     "check_positive",
     "check_probability",
     "check_rng",
+    "check_size",
+    "MAX_ENTRIES",
 ]
+
+#: The largest number of float64 entries (2**28, 2 GiB) one public call may allocate: dimensions and sample
+#: sizes beyond it are rejected with a ValueError before any allocation (a raw MemoryError otherwise).
+MAX_ENTRIES = 2**28
 
 
 def _fmt(value: object) -> str:
@@ -119,6 +125,23 @@ def check_int(value: int, name: str, lo: int | None = None, hi: int | None = Non
     return v
 
 
+def check_size(value: int, name: str, lo: int = 1, *, per_entry: int = 1) -> int:
+    """A dimension or sample size: an integer in [lo, MAX_ENTRIES / per_entry].
+
+    ``per_entry`` is the number of float64 entries allocated per unit of ``value`` (the other dimension of a
+    matrix), so that ``value * per_entry <= MAX_ENTRIES`` (2**28 float64 entries, 2 GiB).
+    """
+    hi = max(lo, MAX_ENTRIES // max(1, int(per_entry)))
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise ValueError(f"{name} must be an integer, got {_fmt(value)}")
+    v = int(value)
+    if v < lo or v > hi:
+        raise ValueError(
+            f"{name} must be an integer in [{lo}, {hi}] (at most {MAX_ENTRIES} float64 entries per call), got {v}"
+        )
+    return v
+
+
 def check_array(
     value: object,
     name: str,
@@ -133,8 +156,12 @@ def check_array(
     ``shape`` may contain ``None`` for a free axis, e.g. ``(None, d)`` for an ``(n, d)`` data matrix.
     """
     try:
+        if np.iscomplexobj(value):
+            raise ValueError(f"{name} must be real (float64), got complex entries")
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
+        if "complex" in str(exc):
+            raise
         raise ValueError(f"{name} must be convertible to a float64 array, got {_fmt(value)}") from exc
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)

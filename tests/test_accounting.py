@@ -397,8 +397,9 @@ def test_ledger_methods_for_pure_events():
     assert all_eps["advanced"] == pytest.approx(advanced_composition_epsilon(0.01, k=500, delta_prime=1e-6))
     assert all_eps["kov"] == pytest.approx(kov_epsilon(0.01, k=500, delta=1e-6))
     assert all_eps["kov"] <= all_eps["advanced"] <= all_eps["basic"]
-    # PLD (dp-accounting, pessimistic) reproduces the exact optimal composition; "best" uses KOV when it applies
-    assert all_eps["pld"] == pytest.approx(all_eps["kov"], rel=1e-6)
+    # PLD (dp-accounting, pessimistic, its FFT rounding error charged to delta) is within 1e-4 of the exact
+    # optimal composition and never below it; "best" uses KOV when it applies
+    assert all_eps["kov"] <= all_eps["pld"] <= all_eps["kov"] * (1 + 1e-4)
     assert led.epsilon(1e-6) == min(v for m, v in all_eps.items() if m != "pld") == all_eps["kov"]
     assert led.epsilon(0.0) == pytest.approx(5.0)  # delta = 0: pure composition
     # exponential (bounded-range) events: same pure accountants, tighter RDP

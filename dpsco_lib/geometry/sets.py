@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from dpsco_lib._validation import check_array, check_int, check_positive, check_rng
+from dpsco_lib._validation import check_array, check_int, check_positive, check_rng, check_size
 from dpsco_lib.geometry.norms import check_exponent, dual_exponent, lp_norm
 
 __all__ = [
@@ -252,7 +252,7 @@ class Simplex(FeasibleSet):
     """The probability simplex Delta_d = {x in R^d : x >= 0, sum_i x_i = 1} (vertices e_1..e_d)."""
 
     def __init__(self, d: int) -> None:
-        self.d = check_int(d, "d", lo=1)
+        self.d = check_size(d, "d", lo=1)
 
     def contains(self, x: Any, tol: float = 1e-9) -> bool | np.ndarray:
         arr = self._points(x)
@@ -331,7 +331,7 @@ class LpBall(FeasibleSet):
     """
 
     def __init__(self, d: int, p: float, radius: float = 1.0) -> None:
-        self.d = check_int(d, "d", lo=1)
+        self.d = check_size(d, "d", lo=1)
         self.p = check_exponent(p)
         self.radius = check_positive(radius, "radius")
 

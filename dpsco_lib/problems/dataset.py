@@ -52,6 +52,9 @@ class Dataset:
         n = X.shape[0]
         object.__setattr__(self, "X", _readonly(X))
         if self.y is not None:
+            y_len = np.shape(self.y)[0] if np.ndim(self.y) >= 1 else None
+            if n == 0 and y_len:
+                raise ValueError(f"X is empty (shape {X.shape}) while y has {y_len} labels: X needs one row per label")
             y = check_array(self.y, "y", shape=(n,), min_size=0)
             object.__setattr__(self, "y", _readonly(y))
         ex: dict[str, np.ndarray] = {}

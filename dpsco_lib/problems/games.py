@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp, softmax
 
-from dpsco_lib._validation import check_array, check_int, check_positive, check_rng
+from dpsco_lib._validation import check_array, check_int, check_positive, check_rng, check_size
 from dpsco_lib.geometry.sets import Simplex
 from dpsco_lib.problems.base import SaddleProblem, solve_cvxpy
 from dpsco_lib.problems.dataset import Dataset
@@ -205,7 +205,8 @@ class BilinearGame(_NoisyBilinear):
 def random_bilinear_game(dx: int, dy: int, rng: np.random.Generator, *, noise: float = 0.5) -> BilinearGame:
     """A with i.i.d. U[-1, 1] entries; per-record noise s u v^T with s = ``noise``."""
     rng = check_rng(rng)
-    A = rng.uniform(-1.0, 1.0, size=(check_int(dx, "dx", lo=1), check_int(dy, "dy", lo=1)))
+    dx = check_size(dx, "dx", lo=1)
+    A = rng.uniform(-1.0, 1.0, size=(dx, check_size(dy, "dy", lo=1, per_entry=dx)))
     return BilinearGame(A, noise)
 
 
@@ -321,7 +322,7 @@ def random_quadratic_game(
 ) -> QuadraticGame:
     """A ~ U[-1, 1]; m ~ U[-1/2, 1/2], w ~ U[0, 1/2] (so |m| + |w| <= 1)."""
     rng = check_rng(rng)
-    dx, dy = check_int(dx, "dx", lo=1), check_int(dy, "dy", lo=1)
+    dx, dy = check_size(dx, "dx", lo=1), check_size(dy, "dy", lo=1)
     return QuadraticGame(
         rng.uniform(-1.0, 1.0, size=(dx, dy)), noise=noise, lam_x=lam_x, lam_y=lam_y,
         m_x=rng.uniform(-0.5, 0.5, dx), w_x=rng.uniform(0.0, 0.5, dx),
@@ -430,7 +431,7 @@ def random_softmax_game(
 ) -> SoftmaxGame:
     """A, C (k, dx), D (k, dy) with i.i.d. U[-1, 1] entries."""
     rng = check_rng(rng)
-    dx, dy, k = check_int(dx, "dx", lo=1), check_int(dy, "dy", lo=1), check_int(k, "k", lo=1)
+    dx, dy, k = check_size(dx, "dx", lo=1), check_size(dy, "dy", lo=1), check_int(k, "k", lo=1)
     return SoftmaxGame(
         rng.uniform(-1.0, 1.0, size=(dx, dy)), rng.uniform(-1.0, 1.0, size=(k, dx)),
         rng.uniform(-1.0, 1.0, size=(k, dy)), noise=noise, lam_x=lam_x, lam_y=lam_y, tau=tau,
@@ -442,8 +443,8 @@ def saddle_dims(d: int | tuple[int, int]) -> tuple[int, int]:
     if isinstance(d, tuple | list):
         if len(d) != 2:
             raise ValueError(f"d must be an int or a pair (dx, dy), got {d!r}")
-        return check_int(d[0], "dx", lo=1), check_int(d[1], "dy", lo=1)
-    dd = check_int(d, "d", lo=1)
+        return check_size(d[0], "dx", lo=1), check_size(d[1], "dy", lo=1)
+    dd = check_size(d, "d", lo=1)
     return dd, dd
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from dpsco_lib._validation import check_int, check_positive
+from dpsco_lib._validation import check_int, check_positive, check_size
 from dpsco_lib.problems.games import BilinearGame
 
 __all__ = ["HiddenVertexGame", "hidden_vertex_family", "hidden_vertex_game"]
@@ -34,7 +34,7 @@ class HiddenVertexGame(BilinearGame):
     """The hidden-vertex matrix game (module docstring): a :class:`BilinearGame` with its closed-form gap."""
 
     def __init__(self, d: int, gamma: float, *, L0: float = 1.0, i_star: int = 0, j_star: int = 0) -> None:
-        d = check_int(d, "d", lo=2)
+        d = check_size(d, "d", lo=2)
         L0 = check_positive(L0, "L0")
         gamma = check_positive(gamma, "gamma")
         if gamma > L0:

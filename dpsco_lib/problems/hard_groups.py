@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from dpsco_lib._validation import check_array, check_int, check_positive
+from dpsco_lib._validation import check_array, check_int, check_positive, check_size
 from dpsco_lib.geometry.sets import Simplex
 from dpsco_lib.problems.base import SaddleProblem, solve_cvxpy
 from dpsco_lib.problems.dataset import Dataset
@@ -184,7 +184,7 @@ class PlantedGroupLosses(MaxOfLinearLosses):
 
     def __init__(self, d: int, m: int, margin: float, *, decoy: float = 1.5, scale: float = 1.0,
                  noise: float = 0.5, shares: Any = None) -> None:
-        d, m = check_int(d, "d", lo=3), check_int(m, "m", lo=2)
+        d, m = check_size(d, "d", lo=3), check_int(m, "m", lo=2)
         c = check_positive(scale, "scale")
         delta = check_positive(margin, "margin")
         if delta > c:

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from dpsco_lib._validation import check_in_range, check_int, check_positive
+from dpsco_lib._validation import check_in_range, check_int, check_positive, check_size
 from dpsco_lib.geometry.sets import L1Ball, LpBall
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
@@ -165,7 +165,7 @@ class HardLinear(_PlantedLinear):
     needs_labels = False
 
     def __init__(self, d: int, gamma: float, *, radius: float = 1.0, p: float = 1.0) -> None:
-        d = check_int(d, "d", lo=2)
+        d = check_size(d, "d", lo=2)
         gamma = check_in_range(gamma, "gamma", 0.0, 1.0, lo_inclusive=False)
         self.radius = check_positive(radius, "radius")
         if p not in (1, 2):
@@ -251,7 +251,7 @@ class SparseHardLinear(_PlantedLinear):
     needs_labels = False
 
     def __init__(self, d: int, gamma: float, *, sparsity: int, radius: float = 1.0) -> None:
-        d = check_int(d, "d", lo=2)
+        d = check_size(d, "d", lo=2)
         gamma = check_in_range(gamma, "gamma", 0.0, 1.0, lo_inclusive=False)
         self.sparsity = check_int(sparsity, "sparsity", lo=1, hi=d)
         self.radius = check_positive(radius, "radius")

@@ -53,7 +53,15 @@ from typing import Any
 
 import numpy as np
 
-from dpsco_lib._validation import check_array, check_delta, check_epsilon, check_in_range, check_int, check_rng
+from dpsco_lib._validation import (
+    check_array,
+    check_delta,
+    check_epsilon,
+    check_in_range,
+    check_int,
+    check_rng,
+    check_size,
+)
 from dpsco_lib.geometry.norms import dual_exponent, lp_norm
 from dpsco_lib.geometry.sets import LpBall
 from dpsco_lib.problems.base import Problem
@@ -64,7 +72,7 @@ __all__ = ["FingerprintLinearLp", "fingerprint_lower_bound", "fingerprint_prior"
 
 def fingerprint_prior(d: int, rng: np.random.Generator) -> np.ndarray:
     """The prior of the construction: ``d`` means ``m_j ~ U[-1, 1]`` i.i.d. (module docstring)."""
-    d = check_int(d, "d", lo=1)
+    d = check_size(d, "d", lo=1)
     return check_rng(rng).uniform(-1.0, 1.0, d)
 
 
@@ -89,7 +97,7 @@ def fingerprint_lower_bound(n: int, d: int, p: float, epsilon: float, delta: flo
         ``max(0, alpha (1/2 - n alpha c/(2 d^(1/q))))`` with ``c = e^eps - 1 + 4 delta d^(1/q)``.
     """
     n = check_int(n, "n", lo=1)
-    d = check_int(d, "d", lo=1)
+    d = check_size(d, "d", lo=1)
     p = check_in_range(p, "p", 1.0, 2.0, lo_inclusive=False)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)

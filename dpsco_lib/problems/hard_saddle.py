@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from dpsco_lib._validation import check_int, check_positive
+from dpsco_lib._validation import check_positive, check_size
 from dpsco_lib.geometry.sets import Simplex
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
@@ -77,7 +77,7 @@ class PlantedMatrixGame(BilinearGame):
 
     def __init__(self, d: int, margin: float, *, scale: float = 1.0, noise: float = 0.5, L1: float | None = None,
                  L2: float = 0.0) -> None:
-        d = check_int(d, "d", lo=2)
+        d = check_size(d, "d", lo=2)
         scale = check_positive(scale, "scale")
         margin = _check_margin(margin, scale)
         a = np.full(d, margin)
@@ -123,7 +123,7 @@ class PlantedLinearSCO(Problem):
 
     def __init__(self, d: int, margin: float, *, scale: float = 1.0, noise: float = 0.5, L1: float = 0.0,
                  L2: float = 0.0) -> None:
-        d = check_int(d, "d", lo=2)
+        d = check_size(d, "d", lo=2)
         self.scale = check_positive(scale, "scale")
         self.margin = _check_margin(margin, self.scale)
         self.s = check_positive(noise, "noise", allow_zero=True)

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from dpsco_lib._validation import check_array, check_in_range, check_int, check_positive
+from dpsco_lib._validation import check_array, check_in_range, check_positive, check_size
 from dpsco_lib.geometry.norms import dual_exponent, lp_norm
 from dpsco_lib.geometry.sets import LpBall
 from dpsco_lib.problems.dataset import Dataset
@@ -177,7 +177,7 @@ class PlantedLpLinear(_LinearOracle):
     """
 
     def __init__(self, d: int, gamma: float, *, p: float, radius: float = 1.0) -> None:
-        d = check_int(d, "d", lo=2)
+        d = check_size(d, "d", lo=2)
         gamma = check_in_range(gamma, "gamma", 0.0, 1.0, lo_inclusive=False)
         self.p = check_in_range(p, "p", 1.0, 2.0, lo_inclusive=False)
         self.radius = check_positive(radius, "radius")
@@ -214,7 +214,7 @@ class PlantedCubeLinear(_LinearOracle):
     """
 
     def __init__(self, d: int, gamma: float, *, signs: Any = None, radius: float = 1.0) -> None:
-        d = check_int(d, "d", lo=2)
+        d = check_size(d, "d", lo=2)
         gamma = check_in_range(gamma, "gamma", 0.0, 1.0, lo_inclusive=False)
         self.radius = check_positive(radius, "radius")
         sigma = np.ones(d) if signs is None else check_array(signs, "signs", ndim=1).astype(np.float64)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from dpsco_lib._validation import check_array, check_int, check_positive, check_rng
+from dpsco_lib._validation import check_array, check_int, check_positive, check_rng, check_size
 from dpsco_lib.geometry.norms import check_exponent, dual_exponent, lp_norm, lp_norms_exceed
 from dpsco_lib.geometry.sets import FeasibleSet, L1Ball, LpBall, Simplex
 from dpsco_lib.problems.base import Problem
@@ -315,7 +315,7 @@ def hard_least_squares(p: float, d: int, *, c: float = 2.0, set_kind: str = "sim
     Constants: B_a = 1, B_b = c, R = 1, so L0 = 1 + c, L1 = 1, L2 = 0.
     """
     p = check_exponent(p)
-    d = check_int(d, "d", lo=2)
+    d = check_size(d, "d", lo=2)
     c = check_positive(c, "c")
     if c < 1.0:
         raise ValueError(f"c must be >= 1 so that the optimum is the planted boundary point, got {c}")

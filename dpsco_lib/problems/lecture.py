@@ -21,7 +21,15 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from dpsco_lib._validation import check_array, check_in_range, check_int, check_norm_bound, check_positive, check_rng
+from dpsco_lib._validation import (
+    check_array,
+    check_in_range,
+    check_int,
+    check_norm_bound,
+    check_positive,
+    check_rng,
+    check_size,
+)
 from dpsco_lib.geometry.sets import FeasibleSet, LpBall
 from dpsco_lib.problems.dataset import Dataset
 
@@ -58,7 +66,7 @@ class LogisticRegressionProblem:
     feasible_set: FeasibleSet | None = field(default=None)
 
     def __post_init__(self) -> None:
-        check_int(self.d, "d", lo=1)
+        check_size(self.d, "d", lo=1)
         check_positive(self.radius, "radius")
         check_positive(self.feature_bound, "feature_bound")
         object.__setattr__(self, "feasible_set", _feasible_set(self.d, self.radius, self.feasible_set))
@@ -157,7 +165,7 @@ class LinearLossProblem:
     feasible_set: FeasibleSet | None = field(default=None)
 
     def __post_init__(self) -> None:
-        check_int(self.d, "d", lo=1)
+        check_size(self.d, "d", lo=1)
         check_positive(self.radius, "radius")
         check_positive(self.G, "G")
         object.__setattr__(self, "feasible_set", _feasible_set(self.d, self.radius, self.feasible_set))
@@ -218,7 +226,7 @@ def logistic_regression_data(
     ``signal * sqrt(d) / feature_bound`` (so the margins are O(signal) in every dimension)."""
     rng = check_rng(rng)
     n = check_int(n, "n", lo=1)
-    d = check_int(d, "d", lo=1)
+    d = check_size(d, "d", lo=1)
     feature_bound = check_positive(feature_bound, "feature_bound")
     signal = check_positive(signal, "signal", allow_zero=True)
     a = rng.standard_normal((n, d))
@@ -235,7 +243,7 @@ def linear_loss_data(n: int, d: int, rng: np.random.Generator, *, mean_norm: flo
     (so :math:`\|\bar z\|_2 \approx s` in every dimension and the scale of f does not shrink with d)."""
     rng = check_rng(rng)
     n = check_int(n, "n", lo=1)
-    d = check_int(d, "d", lo=1)
+    d = check_size(d, "d", lo=1)
     s = check_in_range(mean_norm, "mean_norm", 0.0, 1.0)
     u = rng.standard_normal(d)
     u /= np.linalg.norm(u)

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-from dpsco_lib._validation import check_array, check_int, check_positive, check_rng
+from dpsco_lib._validation import check_array, check_int, check_positive, check_rng, check_size
 from dpsco_lib.geometry.norms import check_exponent, dual_exponent, lp_norm, lp_norms_exceed
 from dpsco_lib.geometry.sets import FeasibleSet, L1Ball
 from dpsco_lib.problems.base import Problem
@@ -228,7 +228,7 @@ class RobustRegression(Problem):
         population_seed: int = 12345,
         seed: int = 0,
     ) -> None:
-        d = check_int(d, "d", lo=1)
+        d = check_size(d, "d", lo=1)
         self.feasible_set = L1Ball(d, radius)
         self.p = 1.0
         if x_true is None:  # a 3-sparse planted point in the interior of the ball

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln, logsumexp, softmax
 
-from dpsco_lib._validation import check_array, check_int, check_positive
+from dpsco_lib._validation import check_array, check_int, check_positive, check_size
 from dpsco_lib.geometry.sparsify import maurey_probabilities
 
 __all__ = [
@@ -147,7 +147,7 @@ class SquaredHingeFunction(SmoothTestFunction):
 def compositions(K: int, d: int) -> np.ndarray:
     """All count vectors (c_1..c_d) >= 0 with sum K, as an int64 array (C(K+d-1, d-1), d)."""
     K = check_int(K, "K", lo=0)
-    d = check_int(d, "d", lo=1)
+    d = check_size(d, "d", lo=1)
     total = math.comb(K + d - 1, d - 1)
     if total > MAX_COMPOSITIONS:
         raise ValueError(f"C(K+d-1, d-1) = {total} compositions exceed the limit {MAX_COMPOSITIONS}; lower K or d")
@@ -200,7 +200,7 @@ def second_moment_bound(d: int, K: int, value_range: float = 2.0) -> float:
     so by Jensen E max_i Z_i^2 <= 4 sigma^2 (log d + log(2)/2).  This is the log d/K of Lemma 2.10 / Cor 2.12
     with explicit constants, e.g. for grad f(x~) - grad f(x) with f quadratic and |Q_ij| <= 1 (range 2).
     """
-    d = check_int(d, "d", lo=1)
+    d = check_size(d, "d", lo=1)
     K = check_int(K, "K", lo=1)
     r = check_positive(value_range, "value_range")
     return 4.0 * (r * r / (4.0 * K)) * (math.log(d) + 0.5 * math.log(2.0))

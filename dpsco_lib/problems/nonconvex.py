@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from dpsco_lib._validation import check_array, check_in_range, check_int, check_positive, check_rng
+from dpsco_lib._validation import check_array, check_in_range, check_int, check_positive, check_rng, check_size
 from dpsco_lib.geometry.sets import L1Ball, LpBall, Simplex
 from dpsco_lib.problems.base import CLARABEL_SETTINGS, Problem
 from dpsco_lib.problems.dataset import Dataset
@@ -347,7 +347,7 @@ def random_nonconvex_regression(
     ``phi`` is increasing in ``|t|`` on the feasible residual range.
     """
     rng = check_rng(rng)
-    d = check_int(d, "d", lo=1)
+    d = check_size(d, "d", lo=1)
     m = check_int(m, "m", lo=1)
     s = check_positive(feature_scale, "feature_scale")
     noise = check_positive(noise, "noise", allow_zero=True)

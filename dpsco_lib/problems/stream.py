@@ -46,7 +46,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpsco_lib._validation import ParameterTypeError, check_int, check_rng
+from dpsco_lib._validation import ParameterTypeError, check_int, check_rng, check_size
 from dpsco_lib.problems.dataset import Dataset
 
 __all__ = ["DEFAULT_BLOCK_ENTRIES", "BlockSampler", "DataStream", "IntegerDraw", "problem_stream"]
@@ -207,7 +207,7 @@ class DataStream:
         self, n: int, d: int, block_size: int, blocks: Callable[[], Iterator[Dataset]], *, bounded_memory: bool
     ) -> None:
         self._n = check_int(n, "n", lo=1)
-        self._d = check_int(d, "d", lo=1)
+        self._d = check_size(d, "d", lo=1)
         self._block_size = check_int(block_size, "block_size", lo=1)
         if not callable(blocks):
             raise TypeError(f"blocks must be a callable returning an iterator of Datasets, got {type(blocks).__name__}")

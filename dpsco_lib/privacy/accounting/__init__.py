@@ -101,6 +101,7 @@ from dpsco_lib.privacy.accounting.events import (
 )
 from dpsco_lib.privacy.accounting.gdp import amplify_by_subsampling, gdp_compose, gdp_delta, gdp_epsilon, gdp_tradeoff
 from dpsco_lib.privacy.accounting.ledger import METHODS, PrivacyLedger, certify_events, epsilons_of_events
+from dpsco_lib.privacy.accounting.pld import SoundPld, pld_epsilon, sound_pld
 from dpsco_lib.privacy.accounting.rdp import (
     rdp_bounded_range,
     rdp_gaussian,
@@ -145,6 +146,7 @@ __all__ = [
     "ReplaceOneFromAddRemove",
     "ReportNoisyMaxEvent",
     "SelfComposedEvent",
+    "SoundPld",
     "SubsampledGaussianEvent",
     "calibrate",
     "certify_events",
@@ -155,6 +157,8 @@ __all__ = [
     "epsilons_of_events",
     "paper_rule_epsilon",
     "per_step_epsilon",
+    "pld_epsilon",
+    "sound_pld",
     "to_dp_accounting",
     "to_replace_one",
     "advanced_composition_epsilon",

@@ -170,6 +170,10 @@ def calibrate(
     accountant = check_accountant(accountant)
     increasing = check_bool(increasing, "increasing")
     discrete = check_bool(discrete, "discrete")
+    if not callable(make_event):
+        raise TypeError(f"make_event must be a callable value -> DpEvent, got {type(make_event).__name__}")
+    if not isinstance(bracket, (tuple, list)) or len(bracket) != 2:
+        raise ValueError(f"bracket must be a pair (lo, hi) of positive reals with lo < hi, got {bracket!r}")
     lo, hi = (check_positive(b, "bracket") for b in bracket)
     if not lo < hi:
         raise ValueError(f"bracket must satisfy lo < hi, got {bracket!r}")
@@ -178,7 +182,12 @@ def calibrate(
 
     def cert(x: float) -> tuple[float, str]:
         if x not in memo:
-            memo[x] = _certify(make_event(round(x) if discrete else x), delta, accountant)
+            arg = round(x) if discrete else x
+            ev = make_event(arg)
+            if not isinstance(ev, DpEvent):
+                raise TypeError(f"make_event must return a DpEvent, got {ev!r} of type {type(ev).__name__} "
+                                f"from make_event({arg!r})")
+            memo[x] = _certify(ev, delta, accountant)
         return memo[x]
 
     def fn(x: float) -> float:

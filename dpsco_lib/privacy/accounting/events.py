@@ -26,7 +26,6 @@ non-cryptographic generator.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -51,6 +50,7 @@ __all__ = [
     "ReportNoisyMaxEvent",
     "SelfComposedEvent",
     "SubsampledGaussianEvent",
+    "check_events",
     "check_relation",
     "to_dp_accounting",
     "to_replace_one",
@@ -310,6 +310,19 @@ class ReplaceOneFromAddRemove(DpEvent):
         return sum(e.count for e in self.events)
 
 
+def check_events(events: Any, name: str = "events") -> tuple[DpEvent, ...]:
+    """Validate a sequence of :class:`DpEvent` (a list or tuple; a single event is not a sequence)."""
+    if isinstance(events, (str, bytes, DpEvent)) or not isinstance(events, (list, tuple)):
+        raise TypeError(
+            f"{name} must be a list or tuple of DpEvent objects, got {events!r} of type {type(events).__name__}"
+        )
+    for i, e in enumerate(events):
+        if not isinstance(e, DpEvent):
+            raise TypeError(f"{name}[{i}] must be a DpEvent (e.g. GaussianEvent(2.0)), got {e!r} of type "
+                            f"{type(e).__name__}")
+    return tuple(events)
+
+
 def to_replace_one(*events: DpEvent) -> ReplaceOneFromAddRemove:
     """The explicit add/remove -> replace-one conversion of ``events`` (see :class:`ReplaceOneFromAddRemove`)."""
     return ReplaceOneFromAddRemove(tuple(events))
@@ -317,35 +330,43 @@ def to_replace_one(*events: DpEvent) -> ReplaceOneFromAddRemove:
 
 def to_dp_accounting(event: DpEvent) -> Any:
     """Export an event to dp-accounting's ``DpEvent`` (``dp_accounting.dp_event``), for an accountant built with
-    the event's own relation (``NeighboringRelation.REPLACE_ONE`` or ``ADD_OR_REMOVE_ONE``).
+    ``neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE``, whatever the event's own relation.
 
-    dp-accounting states noise multipliers relative to the *add/remove* sensitivity and, under ``REPLACE_ONE``,
-    doubles the sensitivity (a replacement moves a sum by twice a clipped record). Here a noise multiplier is
-    relative to the sensitivity under the event's own relation, so a replace-one ``GaussianEvent(m)`` becomes
-    ``GaussianDpEvent(2 m)``. Pure eps-DP steps (Laplace, report-noisy-max, exponential mechanism) become, under
-    replace-one, ``RandomizedResponseDpEvent`` with two buckets and noise parameter 2/(1 + e^eps), the dominating
-    pair of eps-DP (its privacy loss is +-eps), and under add/remove ``LaplaceDpEvent(1/eps)``. Generalized
-    Gaussian events have no dp-accounting counterpart and raise ``ValueError``; so do parallel blocks and
-    relation conversions.
+    The export carries the event's privacy curve, not its relation. A ``GaussianEvent(m)`` is exactly mu-GDP with
+    mu = 1/m under its own relation, where m is the noise relative to the sensitivity under that relation; that
+    is the curve of ``GaussianDpEvent(m)`` under ADD_OR_REMOVE_ONE in both dp-accounting accountants
+    (``RdpAccountant`` and ``PLDAccountant``). Under REPLACE_ONE the two accountants disagree (the PLD
+    accountant doubles the sensitivity of a Gaussian, the RDP accountant does not), so no single export is
+    faithful there. A replace-one Gaussian with noise multiplier m is the add/remove Gaussian with the
+    sensitivity doubled and the multiplier halved, which is what dp-accounting's PLD accountant computes for
+    ``GaussianDpEvent(2 m)`` under REPLACE_ONE; the export writes the equivalent ``GaussianDpEvent(m)`` for
+    ADD_OR_REMOVE_ONE instead. ``SubsampledGaussianEvent(m, q)`` becomes ``PoissonSampledDpEvent(q,
+    GaussianDpEvent(m))`` (add/remove, MTZ19).
+
+    Raises ``ValueError`` for the events that have no faithful counterpart in both accountants: pure eps-DP
+    steps (Laplace, report-noisy-max, exponential mechanism: their worst-case curve is randomized response,
+    which both accountants accept only under REPLACE_ONE, and ``LaplaceDpEvent`` is the Laplace mechanism's
+    own, smaller, curve), generalized Gaussian events, parallel blocks and relation conversions.
     """
     from dp_accounting import dp_event as de
 
-    replace = event.relation == REPLACE_ONE
-    if isinstance(event, (LaplaceEvent, ExponentialEvent)):
-        if not replace:
-            return de.LaplaceDpEvent(1.0 / event.epsilon)
-        # 2/(1 + e^eps) written as exp(log 2 - logaddexp(0, eps)): no overflow at large eps.
-        p = math.exp(math.log(2.0) - (event.epsilon + math.log1p(math.exp(-event.epsilon))))
-        return de.RandomizedResponseDpEvent(noise_parameter=p, num_buckets=2)
     if isinstance(event, GaussianEvent):
-        return de.GaussianDpEvent(event.noise_multiplier * (2.0 if replace else 1.0))
+        return de.GaussianDpEvent(event.noise_multiplier)
     if isinstance(event, SubsampledGaussianEvent):
         return de.PoissonSampledDpEvent(event.sampling_rate, de.GaussianDpEvent(event.noise_multiplier))
     if isinstance(event, SelfComposedEvent):
         return de.SelfComposedDpEvent(to_dp_accounting(event.event), event.repetitions)
     if isinstance(event, ComposedEvent):
         return de.ComposedDpEvent([to_dp_accounting(e) for e in event.events])
+    if isinstance(event, (LaplaceEvent, ExponentialEvent)):
+        raise ValueError(
+            f"{type(event).__name__} (a pure eps-DP step) has no faithful dp-accounting DpEvent for both the "
+            "RdpAccountant and the PLDAccountant under ADD_OR_REMOVE_ONE: its worst-case curve (randomized "
+            "response) is accepted only under REPLACE_ONE, where the two accountants disagree on Gaussians, and "
+            "LaplaceDpEvent is the Laplace mechanism's own curve, below the eps-DP worst case; certify it with "
+            "PrivacyLedger.epsilon (method 'kov', 'pld' or 'rdp')"
+        )
     raise ValueError(
-        f"{type(event).__name__} has no dp-accounting DpEvent (generalized Gaussian, parallel and relation-"
-        "conversion events are accounted by this library only)"
+        f"{type(event).__name__} has no dp-accounting DpEvent in either the RdpAccountant or the PLDAccountant "
+        "(generalized Gaussian, parallel and relation-conversion events are accounted by this library only)"
     )

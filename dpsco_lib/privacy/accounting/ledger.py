@@ -10,9 +10,12 @@ Accountants (``method``)
 pure steps only; ``"kov"`` the optimal composition of Kairouz-Oh-Viswanath 2015 (KOV15) for k steps of one
 eps0; ``"rdp"`` Renyi DP (Mironov 2017) with the CKS20/BBGHS20 conversion, every event kind; ``"gdp"`` exact
 mu-GDP (Dong-Roth-Su 2022) for Gaussian events; ``"pld"`` privacy-loss distributions of dp-accounting
-(pessimistic discretization, a valid upper bound) for pure, exponential, Gaussian and subsampled-Gaussian
-events; ``"best"`` the minimum over the applicable ones (each is valid, so is their minimum). For a ledger that
-is one parallel block, ``"best"`` also considers ``"per_part"``: the largest of the parts' own best certificates.
+for pure, exponential, Gaussian and subsampled-Gaussian events, sound at every delta: pessimistic
+discretization, truncated mass charged to delta by dp-accounting, and the FFT composition's rounding error
+bounded and charged to delta here (:mod:`~dpsco_lib.privacy.accounting.pld`); where that bound exceeds delta/2
+(delta below ~1e-9 for long compositions) ``"pld"`` reports the RDP certificate instead; ``"best"`` the
+minimum over the applicable ones (each is valid, so is their minimum). For a ledger that is one parallel block,
+``"best"`` also considers ``"per_part"``: the largest of the parts' own best certificates.
 """
 
 from __future__ import annotations
@@ -46,10 +49,12 @@ from dpsco_lib.privacy.accounting.events import (
     ReplaceOneFromAddRemove,
     SelfComposedEvent,
     SubsampledGaussianEvent,
+    check_events,
     check_relation,
     to_dp_accounting,
 )
 from dpsco_lib.privacy.accounting.gdp import gdp_epsilon
+from dpsco_lib.privacy.accounting.pld import pld_epsilon
 from dpsco_lib.privacy.accounting.rdp import (
     rdp_bounded_range,
     rdp_gaussian,
@@ -214,41 +219,15 @@ def _flatten(events: Sequence[DpEvent]) -> list[DpEvent]:
     return out
 
 
-@lru_cache(maxsize=128)
-def _pld_of(ev: DpEvent, interval: float) -> Any:
-    from dp_accounting.pld import common
-    from dp_accounting.pld import privacy_loss_distribution as pld
-    from dp_accounting.privacy_accountant import NeighboringRelation
-
-    if isinstance(ev, SelfComposedEvent):
-        return _pld_of(ev.event, interval).self_compose(ev.repetitions)
-    if isinstance(ev, ComposedEvent):
-        out = pld.identity(value_discretization_interval=interval)
-        for e in ev.events:
-            out = out.compose(_pld_of(e, interval))
-        return out
-    if isinstance(ev, (LaplaceEvent, ExponentialEvent)):
-        # The dominating pair of eps-DP (randomized response): valid for either relation.
-        return pld.from_privacy_parameters(common.DifferentialPrivacyParameters(ev.epsilon, 0.0),
-                                           value_discretization_interval=interval)
-    if isinstance(ev, GaussianEvent):
-        return pld.from_gaussian_mechanism(ev.noise_multiplier, value_discretization_interval=interval)
-    if isinstance(ev, SubsampledGaussianEvent):
-        return pld.from_gaussian_mechanism(ev.noise_multiplier, sampling_prob=ev.sampling_rate,
-                                           value_discretization_interval=interval,
-                                           neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE)
-    raise ValueError(f"no PLD for {type(ev).__name__}")  # pragma: no cover (guarded by pld_ok)
-
-
 def _pld_epsilon(events: Sequence[DpEvent], delta: float) -> float:
-    if not events:
-        return 0.0
-    ival = _pld_interval(events)
-    try:
-        eps = _pld_of(ComposedEvent(tuple(events)), ival).get_epsilon_for_delta(delta)
-    except (OverflowError, FloatingPointError, ValueError, MemoryError):  # pragma: no cover (range-guarded)
-        return math.inf
-    return max(float(eps), 0.0) if math.isfinite(eps) else math.inf
+    # Sound at every delta: the PLD's discretization and truncation are pessimistic (charged by dp-accounting)
+    # and its FFT rounding error is charged to delta (pld.pld_epsilon). Where that error is of the order of
+    # delta itself the PLD cannot certify, and the "pld" accountant falls back to the RDP certificate.
+    eps = pld_epsilon(tuple(events), delta, _pld_interval(events))
+    if math.isfinite(eps):
+        return eps
+    a = _check_orders(None)
+    return rdp_to_epsilon(_seq_stats(events, a).rdp, orders=a, delta=delta)[0]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -338,6 +317,7 @@ def epsilons_of_events(
     (:class:`~dpsco_lib.privacy.accounting.events.ReplaceOneFromAddRemove`) are certified with half of delta
     split evenly between them (group privacy, their own best accountant) and added by basic composition.
     """
+    events = check_events(events)
     delta = check_delta(delta)
     a = _check_orders(orders)
     wanted = set(METHODS) if methods is None else set(methods)
@@ -538,8 +518,10 @@ class PrivacyLedger:
         return f"({self.epsilon(delta):.4g}, {delta:.3g})-DP under {self.relation or 'replace_one'} neighbours"
 
     def to_dp_events(self) -> Any:
-        """The run as one dp-accounting ``ComposedDpEvent``, for an accountant under the ledger's relation
-        (see :func:`~dpsco_lib.privacy.accounting.events.to_dp_accounting`)."""
+        """The run as one dp-accounting ``ComposedDpEvent``, for an accountant built with
+        ``NeighboringRelation.ADD_OR_REMOVE_ONE`` whatever the ledger's relation (the export carries each event's
+        privacy curve; see :func:`~dpsco_lib.privacy.accounting.events.to_dp_accounting`, which also lists the
+        events that raise ``ValueError``)."""
         from dp_accounting import dp_event as de
 
         return de.ComposedDpEvent([to_dp_accounting(e) for e in self._events])
