@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
+from dpsco_book.privacy_rule import delta_for_n
 from dpsco_lib.algorithms.dp_sgd import run_dp_sgd
 from dpsco_lib.algorithms.noisy_sgd import run_noisy_sgd
 from dpsco_lib.algorithms.poly_sfw import run_poly_sfw
@@ -46,7 +47,6 @@ from dpsco_lib.algorithms.private_smd_saddle import run_private_smd_saddle_many
 from dpsco_lib.algorithms.registry import private_algorithms
 from dpsco_lib.algorithms.regularized_exponential import run_noisy_gradient_descent
 from dpsco_lib.algorithms.sparse import regularized_erm, run_output_perturbation
-from dpsco_lib.experiments.tables import delta_for_n
 from dpsco_lib.privacy.accounting.gdp import gdp_epsilon
 from dpsco_lib.privacy.audit import TradeoffAuditResult, tradeoff_audit
 from dpsco_lib.privacy.mechanisms import (
