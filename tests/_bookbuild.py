@@ -17,7 +17,7 @@ def build_smoke_book(root: Path, out: Path) -> Path:
     smoke = root / SMOKE_DIR
     for nb in toc_notebooks(root):
         executed = smoke / nb.relative_to(root)
-        # Reuse the copies tests/test_notebooks.py executed; execute the ones that are missing or stale.
+        # Reuse the copies tests/book/test_notebooks.py executed; execute the ones that are missing or stale.
         if not executed.is_file() or executed.stat().st_mtime < nb.stat().st_mtime:
             run = execute_smoke(root, nb)
             assert run.error is None, f"{nb.name} failed at {run.error}"

@@ -1,7 +1,7 @@
 """The seed sweep: every notebook's smoke verdict passes for 20 consecutive seeds on correct code.
 
 Slow (about 20 x the smoke run of the whole book); left out of ``make test``. Run it with
-``make seeds`` (the ``dpsco seeds`` command) or ``.venv/bin/python -m pytest -m slow tests/test_seed_sweep.py``.
+``make seeds`` (the ``dpsco seeds`` command) or ``.venv/bin/python -m pytest -m slow tests/book/test_seed_sweep.py``.
 """
 
 from __future__ import annotations

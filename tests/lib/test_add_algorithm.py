@@ -4,7 +4,7 @@ This file goes through them for a toy private algorithm, the Gaussian mechanism 
 (Dwork-Roth 2014, Thm A.1, calibrated here by the library's budget path): (1) its module (the runner below
 stands in for ``dpsco_lib/algorithms/<name>.py``), (2) one registry record (:meth:`Registry.register` on a copy of
 the library's registry), (3) its tests (this file). The contract suite of ``tests/contract.py`` (the checks
-``tests/test_algorithm_contract.py`` runs on every registered algorithm) then runs on the new record unchanged.
+``tests/lib/algorithms/test_registry.py`` runs on every registered algorithm) then runs on the new record unchanged.
 The notebook and the benchmark case are optional and live on the book side.
 """
 
@@ -31,7 +31,7 @@ from tests import contract
 
 #: (1) the module, (2) one registry record, (3) the tests.
 PLACES_TO_ADD_AN_ALGORITHM = ("dpsco_lib/algorithms/<name>.py", "one AlgorithmRecord in the registry",
-                              "tests/test_<name>.py")
+                              "tests/lib/algorithms/test_<name>.py")
 CLIP = 1.0
 
 

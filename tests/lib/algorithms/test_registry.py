@@ -3,7 +3,7 @@
 Every registered algorithm, on its small example instance, must: refuse a bad epsilon, delta, rng, problem kind,
 NaN data and data outside the declared bound with a ValueError/TypeError naming the parameter; give the same bits
 for the same seed; certify at most its target at its theory defaults; and return a Result with typed fields.
-The checks themselves live in ``tests/contract.py`` and take any record (``tests/test_add_algorithm.py`` runs
+The checks themselves live in ``tests/contract.py`` and take any record (``tests/lib/test_add_algorithm.py`` runs
 them on a new one); here they are parametrized over :data:`~dpsco_lib.algorithms.registry.REGISTRY`.
 """
 

@@ -1,4 +1,5 @@
-"""Sweeps on a dask.distributed cluster give records bit-identical to the local joblib run."""
+"""Sweeps (dpsco_lib.experiments.sweep) on a dask.distributed cluster give records bit-identical to the local joblib
+run; a cluster that misbehaves (no worker alive) fails loudly, and workers cache where they should."""
 
 from __future__ import annotations
 

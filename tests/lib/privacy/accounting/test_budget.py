@@ -1,9 +1,12 @@
-"""budget.gaussian_noise_multiplier: the one calibration path of the lecture mechanisms (D1, Z1, Z2, R1, R2).
+"""Per-step budgets and noise calibration (dpsco_lib.privacy.accounting.budget), each certified by the ledger's engine.
 
-The calibrated noise multiplier must certify at most the target with the ledger's own engine (certify_events on
-the events a run records), sit on the boundary (a slightly smaller multiplier fails), agree with the closed or
-analytic forms it replaced (Balle-Wang analytic Gaussian; sqrt(T)/mu* for T GDP steps), and refuse accountants
-that do not apply to Gaussian events.
+per_step_epsilon and calibrate solve a per-step budget or a noise multiplier for any accountant;
+filter_per_step_epsilon is the fully adaptive filter's per-step budget (Spec P3, A3); parallel_per_step_epsilons
+gives the per-part budgets of a parallel composition of pure blocks (Spec F2). gaussian_noise_multiplier is the one
+calibration path of the lecture mechanisms (D1, Z1, Z2, R1, R2): the calibrated noise multiplier must certify at
+most the target with the ledger's own engine (certify_events on the events a run records), sit on the boundary (a
+slightly smaller multiplier fails), agree with the closed or analytic forms it replaced (Balle-Wang analytic
+Gaussian; sqrt(T)/mu* for T GDP steps), and refuse accountants that do not apply to Gaussian events.
 """
 
 from __future__ import annotations
