@@ -18,9 +18,9 @@ from dpsco_lib.algorithms.anytime_smd import (
 )
 from dpsco_lib.geometry.sets import L1Ball, LpBall, Simplex
 from dpsco_lib.privacy.accounting.budget import per_step_epsilon
-from dpsco_lib.privacy.audit import canary_audit
 from dpsco_lib.problems import Dataset, hard_least_squares, random_least_squares
 from dpsco_lib.testing import step_scaled
+from tests.audit_helpers import audit_honest_and_broken
 
 
 @pytest.fixture(scope="module")
@@ -261,20 +261,15 @@ def test_canary_audit_correct_and_broken():
     caught.  (The Prop 4.3 bound is loose by ~1.6x on every pair because x_2 mixes in the data-independent
     w_1, so doubling only exceeds the claim by ~0.3 and the audit needs 6e4 runs per world.)"""
     prob, S, S2, _ = _canary()
-    out = {}
-    for name, mult in (("correct", 1.0), ("broken", 2.0)):
-        kw = _audit_kw()
-        claimed = run_anytime_smd_sco(prob, S, rng=np.random.default_rng(0), **_audit_kw()).ledger.epsilon(1e-5)
+    kw = _audit_kw()
+    claimed = run_anytime_smd_sco(prob, S, rng=np.random.default_rng(0), **_audit_kw()).ledger.epsilon(1e-5)
 
-        def run_many(data, rng, m, kw=kw, mult=mult):
-            with step_scaled(mult):
-                return run_anytime_smd_sco_many(prob, data, n_runs=m, rng=rng, **kw)["x"]
+    def run_many(data, rng, m):
+        return run_anytime_smd_sco_many(prob, data, n_runs=m, rng=rng, **kw)["x"]
 
-        out[name] = canary_audit(None, S, S2, lambda xs: np.asarray(xs)[:, 0], 60_000, 1e-3,
-                                 np.random.default_rng([5, int(mult)]), threshold=0.5, claimed_epsilon=claimed,
-                                 delta=1e-5, run_many=run_many, statistic_vectorized=True)
-    assert not out["correct"].violation and out["correct"].epsilon_lower_bound <= claimed
-    assert out["broken"].violation, out["broken"]
+    audit_honest_and_broken(run_many, S, S2, lambda xs: np.asarray(xs)[:, 0], 60_000, broken_factor=2.0,
+                            claimed_epsilon=claimed, delta=1e-5, seeds=([5, 1], [5, 2]), threshold=0.5,
+                            scale=step_scaled, vectorized=True)
 
 
 # ------------------------------------------------------------------ bad inputs

@@ -23,10 +23,10 @@ from dpsco_lib.algorithms.registry import get_algorithm
 from dpsco_lib.algorithms.vr_sensitivity import vr_sensitivities
 from dpsco_lib.geometry.sets import L1Ball, LpBall, Simplex, vertex_oracle
 from dpsco_lib.privacy.accounting.budget import per_step_epsilon
-from dpsco_lib.privacy.audit import canary_audit
 from dpsco_lib.problems import Dataset, hard_least_squares
 from dpsco_lib.problems.nonconvex import NonconvexRegression, phi_derivative_bound, random_nonconvex_regression
 from dpsco_lib.testing import noise_scaled
+from tests.audit_helpers import audit_honest_and_broken
 
 
 @pytest.fixture(scope="module")
@@ -381,23 +381,17 @@ def test_vr_fw_canary_audit_honest_and_quarter_noise_caught():
     eps0 = res.params["eps0"]
     assert eps0 == pytest.approx(1.0) and res.params["sensitivity_first"] == pytest.approx(1.0)
 
-    def runner(mult):
-        def run(data, rng):
-            with noise_scaled(mult):
-                r = run_private_vr_fw_nonconvex(pr, data, epsilon=eps, delta=0.0, rng=rng, n_steps=2, trace=True)
-            return int(r.trace["selected"][0])
-        return run
+    def run(data, rng):
+        r = run_private_vr_fw_nonconvex(pr, data, epsilon=eps, delta=0.0, rng=rng, n_steps=2, trace=True)
+        return int(r.trace["selected"][0])
 
     def stat(v):
         return float(v == 1)  # vertex index 1 = -e_1, favoured when the gradient is positive (data_prime)
 
-    honest = canary_audit(runner(1.0), S, Sp, stat, n_runs, 1e-3, np.random.default_rng(11), threshold=0.5,
-                          claimed_epsilon=eps0, delta=0.0)
-    assert not honest.violation and honest.epsilon_lower_bound <= eps0 <= res.certified_epsilon(0.0)
+    honest, _ = audit_honest_and_broken(run, S, Sp, stat, n_runs, broken_factor=0.25, claimed_epsilon=eps0,
+                                        delta=0.0, seeds=(11, 12), threshold=0.5)
+    assert honest.epsilon_lower_bound <= eps0 <= res.certified_epsilon(0.0)
     assert honest.epsilon_lower_bound > 0.25  # informative: the exact loss of this event is 0.49
-    broken = canary_audit(runner(0.25), S, Sp, stat, n_runs, 1e-3, np.random.default_rng(12), threshold=0.5,
-                          claimed_epsilon=eps0, delta=0.0)
-    assert broken.violation, f"quarter-noise variant not caught: {broken.epsilon_lower_bound:.3f} <= {eps0}"
 
 
 def _prox_canary():
@@ -425,22 +419,15 @@ def test_prox_canary_audit_honest_and_tenth_noise_caught():
     pr, S, Sp = _prox_canary()
     kw = dict(epsilon=eps, delta=delta, n_outer=1, inner_steps=2, trace=True)
 
-    def runner(mult):
-        def run(data, rng):
-            with noise_scaled(mult):
-                r = run_private_proximal_weakly_convex(pr, data, rng=rng, **kw)
-            return float(r.trace["x"][1, 0])
-        return run
+    def run(data, rng):
+        r = run_private_proximal_weakly_convex(pr, data, rng=rng, **kw)
+        return float(r.trace["x"][1, 0])
 
     res = run_private_proximal_weakly_convex(pr, S, rng=np.random.default_rng(0), **kw)
     cert = res.certified_epsilon(delta)
     assert cert <= eps * (1 + 1e-9)
-    honest = canary_audit(runner(1.0), S, Sp, lambda v: v, n_runs, 1e-3, np.random.default_rng(21),
-                          claimed_epsilon=cert, delta=delta)
-    assert not honest.violation and honest.epsilon_lower_bound <= cert
-    broken = canary_audit(runner(0.1), S, Sp, lambda v: v, n_runs, 1e-3, np.random.default_rng(22),
-                          claimed_epsilon=cert, delta=delta)
-    assert broken.violation, f"tenth-noise variant not caught: {broken.epsilon_lower_bound:.3f} <= {cert}"
+    audit_honest_and_broken(run, S, Sp, lambda v: v, n_runs, broken_factor=0.1, claimed_epsilon=cert, delta=delta,
+                            seeds=(21, 22))
 
 
 # ---------------------------------------------------------------------------------------------------------------

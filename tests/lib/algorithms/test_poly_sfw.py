@@ -22,11 +22,11 @@ from dpsco_lib.geometry.sets import L1Ball, Polytope, Simplex
 from dpsco_lib.privacy.accounting import (
     advanced_composition_epsilon,
 )
-from dpsco_lib.privacy.audit import canary_audit
 from dpsco_lib.problems import Dataset, random_least_squares
 from dpsco_lib.problems.least_squares import LeastSquares, hard_least_squares
 from dpsco_lib.problems.stream import DataStream
 from dpsco_lib.testing import noise_scaled
+from tests.audit_helpers import audit_honest_and_broken, simplex_canary_pair
 
 
 def _ls_polytope(V: np.ndarray) -> LeastSquares:
@@ -165,26 +165,9 @@ def test_reference_loop_is_bit_identical_on_a_polytope():
 # ---------------------------------------------------------------------------------------------------------
 # canary audits
 # ---------------------------------------------------------------------------------------------------------
-def _canary_pair(d: int, c: float) -> tuple[LeastSquares, Dataset, Dataset]:
-    """n = 2 (batch = the canary alone): z = (a, c), z' = (a, -c) with a = (1, -1, ..., -1).
-
-    At the simplex centre <a, x_0> = (2 - d)/d, so grad f(x_0, z) - grad f(x_0, z') = -2c a: vertex 1's
-    score falls by 2c while all others rise by 2c, i.e. the score half-range moves by 2c of the bound
-    s_0 = L0 D / m = 2 (1 + c): a realized fraction c/(1 + c) of the worst case.
-    """
-    pr = hard_least_squares(1.0, d, set_kind="simplex", c=c)
-    a = -np.ones(d)
-    a[0] = 1.0
-    X = np.stack([a, np.ones(d)])
-    S = Dataset(X, np.array([c, 0.0]))
-    Sp = S.replace_one(0, (a, -c))
-    return pr, S, Sp
-
-
-def _first_selection(pr, eps, mult):
+def _first_selection(pr, eps):
     def run(data, rng):
-        with noise_scaled(mult):
-            res = run_poly_sfw(pr, data, epsilon=eps, delta=0.0, rng=rng, step_size=0.5, trace=True)
+        res = run_poly_sfw(pr, data, epsilon=eps, delta=0.0, rng=rng, step_size=0.5, trace=True)
         return int(res.trace["selected"][0])
 
     return run
@@ -197,8 +180,10 @@ def test_canary_audit_honest_and_half_noise_caught():
     # gives eps0 = eps / 2 per selection (two selections). Audit the first selection (a post-processing of
     # the run) against (i) the run's certified eps and (ii) the ledger's per-step claim eps0.
     # False alarm: alpha = 1e-3 per audit (Clopper-Pearson, exact).
+    # n = 2 (batch = the canary alone): the score half-range moves by 2c of the bound s_0 = L0 D / m = 2 (1 + c),
+    # a realized fraction c/(1 + c) of the worst case.
     eps, c, n_runs = 2.0, 19.0, 2000
-    pr, S, Sp = _canary_pair(10, c)
+    pr, S, Sp = simplex_canary_pair(10, c, n=2)
     res = run_poly_sfw(pr, S, epsilon=eps, delta=0.0, rng=np.random.default_rng(0), step_size=0.5)
     eps0 = res.params["eps0"]
     assert eps0 == pytest.approx(1.0)
@@ -208,14 +193,10 @@ def test_canary_audit_honest_and_half_noise_caught():
     def stat(v):
         return float(v == 0)
 
-    honest = canary_audit(_first_selection(pr, eps, 1.0), S, Sp, stat, n_runs, 1e-3, np.random.default_rng(11),
-                          threshold=0.5, claimed_epsilon=eps0, delta=0.0)
+    honest, _ = audit_honest_and_broken(_first_selection(pr, eps), S, Sp, stat, n_runs, broken_factor=0.5,
+                                        claimed_epsilon=eps0, delta=0.0, seeds=(11, 12), threshold=0.5)
     assert honest.epsilon_lower_bound <= eps0 <= certified
-    assert not honest.violation
     assert honest.epsilon_lower_bound > 0.3  # the pair is informative: the audit sees a real privacy loss
-    broken = canary_audit(_first_selection(pr, eps, 0.5), S, Sp, stat, n_runs, 1e-3, np.random.default_rng(12),
-                          threshold=0.5, claimed_epsilon=eps0, delta=0.0)
-    assert broken.violation, f"half-noise variant not caught: lower bound {broken.epsilon_lower_bound:.3f} <= {eps0}"
 
 
 # ---------------------------------------------------------------------------------------------------------

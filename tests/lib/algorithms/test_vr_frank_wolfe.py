@@ -19,10 +19,9 @@ from dpsco_lib.algorithms.vr_frank_wolfe import (
 )
 from dpsco_lib.geometry.sets import L1Ball, Polytope
 from dpsco_lib.privacy.accounting import PrivacyLedger
-from dpsco_lib.privacy.audit import canary_audit
 from dpsco_lib.problems.dataset import Dataset
 from dpsco_lib.problems.least_squares import LeastSquares, hard_least_squares
-from dpsco_lib.testing import noise_scaled
+from tests.audit_helpers import audit_honest_and_broken, simplex_canary_pair
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -146,26 +145,9 @@ def test_ledger_certifies_target(eps, delta, n):
     assert res.params["records_used"] <= n
 
 
-def _canary_pair(d: int, c: float) -> tuple[LeastSquares, Dataset, Dataset]:
-    """n = 4, depth 1 (root batch b = 3, one right child with 1 record): the canary is record 0 of the root batch.
-
-    z = (a, c), z' = (a, -c), a = (1, -1, ..., -1). At the simplex centre the root gradient changes by
-    -2c a / b: vertex 1's score falls by 2c/b, all others rise by 2c/b, a fraction c/(1 + c) of the bound
-    s_root = L0 D / b = 2(1 + c)/b.
-    """
-    pr = hard_least_squares(1.0, d, set_kind="simplex", c=c)
-    a = -np.ones(d)
-    a[0] = 1.0
-    X = np.stack([a, np.ones(d), np.ones(d), np.ones(d)])
-    S = Dataset(X, np.array([c, 0.0, 0.0, 0.0]))
-    Sp = S.replace_one(0, (a, -c))
-    return pr, S, Sp
-
-
-def _first_selection(pr, eps, mult):
+def _first_selection(pr, eps):
     def run(data, rng):
-        with noise_scaled(mult):
-            res = run_private_vr_frank_wolfe(pr, data, epsilon=eps, delta=0.0, rng=rng, depth=1, trace=True)
+        res = run_private_vr_frank_wolfe(pr, data, epsilon=eps, delta=0.0, rng=rng, depth=1, trace=True)
         return int(res.trace["selected"][0])
 
     return run
@@ -176,8 +158,10 @@ def test_canary_audit_honest_and_half_noise_caught():
     # delta = 0, depth 1: the root's records influence both leaves, eps_0 = eps/2 = 1 per selection.
     # Audit leaf 0's selection (a post-processing of the run) against the per-selection claim eps_0 and the
     # run's certificate. False alarm: alpha = 1e-3 per audit (exact Clopper-Pearson).
+    # n = 4, depth 1 (root batch b = 3, one right child with 1 record): the canary is record 0 of the root batch;
+    # vertex 1's score falls by 2c/b, all others rise by 2c/b, a fraction c/(1 + c) of s_root = L0 D / b.
     eps, c, n_runs = 2.0, 19.0, 2000
-    pr, S, Sp = _canary_pair(10, c)
+    pr, S, Sp = simplex_canary_pair(10, c, n=4)
     res = run_private_vr_frank_wolfe(pr, S, epsilon=eps, delta=0.0, rng=np.random.default_rng(0), depth=1)
     eps0 = float(res.params["depth_epsilons"][0])
     assert res.params["batch_size"] == 3 and eps0 == pytest.approx(1.0)
@@ -187,14 +171,10 @@ def test_canary_audit_honest_and_half_noise_caught():
     def stat(v):
         return float(v == 0)
 
-    honest = canary_audit(_first_selection(pr, eps, 1.0), S, Sp, stat, n_runs, 1e-3, np.random.default_rng(11),
-                          threshold=0.5, claimed_epsilon=eps0, delta=0.0)
+    honest, _ = audit_honest_and_broken(_first_selection(pr, eps), S, Sp, stat, n_runs, broken_factor=0.5,
+                                        claimed_epsilon=eps0, delta=0.0, seeds=(11, 12), threshold=0.5)
     assert honest.epsilon_lower_bound <= eps0 <= certified
-    assert not honest.violation
     assert honest.epsilon_lower_bound > 0.3  # informative pair
-    broken = canary_audit(_first_selection(pr, eps, 0.5), S, Sp, stat, n_runs, 1e-3, np.random.default_rng(12),
-                          threshold=0.5, claimed_epsilon=eps0, delta=0.0)
-    assert broken.violation, f"half-noise variant not caught: lower bound {broken.epsilon_lower_bound:.3f} <= {eps0}"
 
 
 def test_right_child_sensitivity_lemma():
