@@ -106,8 +106,10 @@ _T_ALGS = "tests/lib/algorithms/"
 _T_ACC = "tests/lib/privacy/accounting"
 _T_AUDIT = "tests/lib/privacy/test_audit.py"
 _T_GEO = "tests/lib/geometry"
-#: The library tests of the nonconvex methods and the book tests of their notebook-07 experiments.
-_T_NONCONVEX = (_T_ALGS + "test_nonconvex.py", "tests/book/test_nonconvex_stationarity.py")
+#: The library tests of the nonconvex methods, their problem and sensitivities, and the book tests of their
+#: notebook-07 experiments.
+_T_NONCONVEX = (_T_ALGS + "test_nonconvex.py", _T_ALGS + "test_vr_sensitivity.py",
+                "tests/lib/problems/test_nonconvex.py", "tests/book/test_nonconvex_stationarity.py")
 _CONTRACT = _T_ALGS + "test_registry.py"
 #: The contract check every private algorithm must pass: its ledger certifies at most the target.
 _CERT = f"{_CONTRACT}::test_certificate_at_most_target_at_theory_defaults"
