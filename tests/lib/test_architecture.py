@@ -1,5 +1,6 @@
 """The layout rules of the library and of the book's package, checked on their source: no private-name imports
-across modules, no function over 80 code lines, every algorithm module reachable from the registry."""
+across modules, no function over 80 code lines, every algorithm module reachable from the registry, and the tests
+mirroring the packages (each module's tests in one file at the mirrored path)."""
 
 from __future__ import annotations
 
@@ -121,3 +122,72 @@ def test_every_algorithm_module_is_registered():
                "dpsco_lib.algorithms.samplers", "dpsco_lib.algorithms.mean_estimation",
                "dpsco_lib.algorithms.vr_sensitivity"}
     assert modules - used - support == set(), "algorithm modules without a registered runner"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The tests mirror the packages: dpsco_lib/<pkg>/<m>.py -> tests/lib/<pkg>/test_<m>.py,
+# book/dpsco_book/<m>.py -> tests/book/test_<m>.py (tests/README.md).
+# ---------------------------------------------------------------------------------------------------------------
+TESTS = ROOT / "tests"
+
+#: Library modules without a test file of their own, and where their code is tested instead.
+UNMIRRORED_MODULES = {
+    "dpsco_lib/plotting.py": "figure helpers, drawn by the book's module tests (tests/book)",
+    "dpsco_lib/algorithms/samplers.py": "the proximal sampler, checked against quadrature with the mechanism that "
+                                        "uses it (tests/lib/algorithms/test_regularized_exponential.py)",
+    "dpsco_lib/problems/hard_games.py": "the hidden-vertex games of notebook 10 (tests/book/"
+                                        "test_bias_reduced_boosted_saddle.py)",
+    "dpsco_lib/problems/hard_groups.py": "the planted group losses of X2 (tests/lib/algorithms/test_applications.py)",
+    "dpsco_lib/problems/lecture.py": "the lecture problems, run by their algorithms' tests (tests/lib/algorithms/"
+                                     "test_sparse.py, test_regularized_exponential.py)",
+    "dpsco_lib/problems/lifted.py": "the l1-lifted max of losses of X2 (tests/lib/algorithms/test_applications.py)",
+}
+
+#: Test files that check a rule over the whole library or the whole book rather than one module.
+WHOLE_PACKAGE_TESTS = {
+    "lib/test_architecture.py", "lib/test_packaging.py", "lib/test_fuzz_bad_inputs.py", "lib/test_readme_example.py",
+    "lib/test_benchmarks.py", "lib/test_mutation_fast.py", "lib/test_add_algorithm.py",
+    "lib/privacy/accounting/test_package.py",  # the accounting package's exports and bad input across it
+    "lib/experiments/test_sweep_distributed.py",  # sweep.py on a dask cluster (the optional 'dist' extra)
+    "book/test_book.py", "book/test_browser.py", "book/test_links.py", "book/test_notebooks.py",
+    "book/test_notebook_format.py", "book/test_privacy_levels.py", "book/test_seed_sweep.py",
+    "book/test_full_profile.py", "book/test_reach.py",
+}
+
+
+def _home(module: Path) -> Path:
+    """The test file of a library or book module."""
+    if BOOK in module.parents:
+        return TESTS / "book" / f"test_{module.name}"
+    rel = module.relative_to(LIB)
+    return TESTS / "lib" / rel.parent / f"test_{rel.name}"
+
+
+def _public_modules() -> list[Path]:
+    return [p for p in SOURCES if not p.name.startswith("_")]
+
+
+def test_every_module_has_its_test_file():
+    missing = [f"{p.relative_to(ROOT)} -> {_home(p).relative_to(ROOT)}" for p in _public_modules()
+               if not _home(p).is_file() and str(p.relative_to(ROOT)) not in UNMIRRORED_MODULES]
+    assert not missing, "modules without their test file:\n" + "\n".join(missing)
+
+
+def test_unmirrored_modules_are_still_unmirrored():
+    stale = [m for m in UNMIRRORED_MODULES if not (ROOT / m).is_file() or _home(ROOT / m).is_file()]
+    assert not stale, f"remove from UNMIRRORED_MODULES (gone, or it has its test file now): {stale}"
+
+
+def test_every_test_file_mirrors_a_module_or_checks_a_whole_package():
+    homes = {_home(p) for p in _public_modules()}
+    files = sorted(TESTS.glob("lib/**/test_*.py")) + sorted(TESTS.glob("book/**/test_*.py"))
+    stray = [str(f.relative_to(TESTS)) for f in files
+             if f not in homes and str(f.relative_to(TESTS)) not in WHOLE_PACKAGE_TESTS]
+    assert not stray, "test files that mirror no module (rename, or list in WHOLE_PACKAGE_TESTS):\n" + "\n".join(stray)
+    assert not [f for f in TESTS.glob("test_*.py")], "test files belong in tests/lib or tests/book"
+
+
+def test_every_test_folder_is_a_package():
+    folders = [d for d in TESTS.rglob("*") if d.is_dir() and d.name != "__pycache__" and any(d.glob("*.py"))]
+    missing = [str(d.relative_to(ROOT)) for d in folders if not (d / "__init__.py").is_file()]
+    assert not missing, f"test folders without __init__.py (their modules would clash by basename): {missing}"
