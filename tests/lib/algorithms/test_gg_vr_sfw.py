@@ -471,9 +471,10 @@ def test_gg_vr_sfw_naive_estimate_is_exact_when_all_records_agree():
 # ---------------------------------------------------------------------------------------------------------------
 def test_gg_vr_sfw_naive_releases_carry_pairwise_distinct_noise():
     """Each of the T + 1 releases nabla_t + Z_t is a GG mechanism only if Z_t is a fresh draw: with n copies of one
-    record nabla_t = grad F(x_t) exactly (see test_mutation_catches), so Z_t / sigma_t = (release_t - grad F(x_t)) /
-    (mult s_t) are the unit-scale noise vectors, i.i.d. from a continuous law, hence pairwise distinct with
-    probability one. A draw reused by two releases would let their difference cancel the noise."""
+    record nabla_t = grad F(x_t) exactly (test_gg_vr_sfw_naive_estimate_is_exact_when_all_records_agree), so
+    Z_t / sigma_t = (release_t - grad F(x_t)) / (mult s_t) are the unit-scale noise vectors, i.i.d. from a
+    continuous law, hence pairwise distinct with probability one. A draw reused by two releases would let their
+    difference cancel the noise."""
     from dpsco_lib.algorithms.registry import get_algorithm
 
     rec = get_algorithm("F3 GG-VR-SFW naive")
