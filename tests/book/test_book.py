@@ -59,6 +59,7 @@ def test_notebook_page_says_how_to_cite_it(built_html, nb):
 
 # The book's Sphinx extension and the run-time table: fast checks, no build needed.
 
+
 def _book_extension():
     import importlib.util
 

@@ -1,6 +1,5 @@
 """The book's catalogue (dpsco_book.catalogue): every registered algorithm has exactly one notebook."""
 
-
 from __future__ import annotations
 
 from dpsco_book.catalogue import NOTEBOOK_OF

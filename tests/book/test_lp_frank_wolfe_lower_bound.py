@@ -2,7 +2,6 @@
 pairs, rate and lower-bound checks, the dimension transition, rows and plots.
 """
 
-
 from __future__ import annotations
 
 import math

@@ -1,6 +1,5 @@
 """Tests of dpsco_book.nonconvex_stationarity (the experiment module of notebook 07; Spec N1)."""
 
-
 from __future__ import annotations
 
 import numpy as np

@@ -1,6 +1,5 @@
 """Tests of dpsco_book.privacy_rule: the book's delta rule."""
 
-
 from __future__ import annotations
 
 import pytest

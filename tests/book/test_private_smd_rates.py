@@ -2,7 +2,6 @@
 ranges, margins and the shapes of the fitting helpers.
 """
 
-
 from __future__ import annotations
 
 import math

@@ -1,6 +1,5 @@
 """Tests of dpsco_book.results: the results directory and its CSV files."""
 
-
 from __future__ import annotations
 
 import csv

@@ -1,6 +1,5 @@
 """Tests of dpsco_book.tables: the calibration table of a ledger and the text form of a table."""
 
-
 from __future__ import annotations
 
 from dpsco_book.tables import noise_summary, show_table

@@ -7,7 +7,6 @@ The checks themselves live in ``tests/contract.py`` and take any record (``tests
 them on a new one); here they are parametrized over :data:`~dpsco_lib.algorithms.registry.REGISTRY`.
 """
 
-
 from __future__ import annotations
 
 import inspect

@@ -224,7 +224,7 @@ def test_run_smd_matches_reference_loop_other_geometries(kind):
     assert _same_bits(res.x, ref.x)
 
 
-# 10 -----------------------------------------------------------------------------------------------------------
+# bad input that was once accepted: each must raise naming the parameter -------------------------------------
 def test_run_smd_rejects_data_outside_declared_bound() -> None:
     problem = hard_least_squares(1.0, 8)
     data = problem.sample(50, np.random.default_rng(0))

@@ -1,6 +1,5 @@
 """Tests of dpsco_lib.algorithms.vr_sensitivity: the sensitivities of the nonconvex VR Frank-Wolfe layout (Spec N1)."""
 
-
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,5 @@
 """Tests of dpsco_lib.experiments.analysis: rate fits, worst-case curves, summaries and verdicts."""
 
-
 from __future__ import annotations
 
 import numpy as np

@@ -2,7 +2,6 @@
 source.
 """
 
-
 from __future__ import annotations
 
 import numpy as np

@@ -1,6 +1,5 @@
 """Tests of dpsco_lib.experiments.profiles: the smoke, default and full profiles."""
 
-
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,5 @@
 """Tests of dpsco_lib.experiments.sweep: grids, seeded sweeps independent of backend and grid order, bad input."""
 
-
 from __future__ import annotations
 
 import numpy as np

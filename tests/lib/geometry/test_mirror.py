@@ -2,7 +2,6 @@
 the in-place entropic step against its reference.
 """
 
-
 from __future__ import annotations
 
 import math

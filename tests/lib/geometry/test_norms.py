@@ -2,7 +2,6 @@
 fast norm helpers against their reference forms.
 """
 
-
 from __future__ import annotations
 
 import math
@@ -177,7 +176,7 @@ def test_lp_norms_exceed_rejects_non_matrices():
         lp_norms_exceed(np.ones(3), 3.0, 1.0)
 
 
-# 1 ------------------------------------------------------------------------------------------------------------
+# bad input that was once accepted: each must raise naming the parameter -------------------------------------
 def test_lp_norm_rejects_nan() -> None:
     # returned 0.0
     with pytest.raises(ValueError, match=r"x must be finite, got 1 non-finite entries"):

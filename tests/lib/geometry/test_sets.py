@@ -2,7 +2,6 @@
 feasible sets (Spec S1, F1).
 """
 
-
 from __future__ import annotations
 
 import itertools
@@ -249,7 +248,7 @@ def test_sets_reject_bad_input():
             call()
 
 
-# 5-7 ----------------------------------------------------------------------------------------------------------
+# bad input that was once accepted: each must raise naming the parameter -------------------------------------
 def test_project_simplex_rejects_negative_mass() -> None:
     # returned [0, 0]
     with pytest.raises(ValueError, match=r"z must be > 0, got -1\.0"):

@@ -1,6 +1,5 @@
 """Tests of dpsco_lib.geometry.sparsify: Maurey sparsification counts, unbiasedness and bad input (Spec M1)."""
 
-
 from __future__ import annotations
 
 import math

@@ -563,7 +563,7 @@ def test_at_least_twenty_invalid_calls():
     assert len(BAD_CALLS) >= 20
 
 
-# 2-4 ----------------------------------------------------------------------------------------------------------
+# bad input that was once accepted: each must raise naming the parameter -------------------------------------
 _KAPPA_MSG = r"kappa must lie in \[1, inf\) \(the regularity constant.*got 0\.5"
 
 
@@ -583,14 +583,14 @@ def test_gg_epsilon_rejects_kappa_below_one() -> None:
         gg_epsilon(5.0, sensitivity=1.0, delta=1e-5, kappa=0.5)
 
 
-# 11 -----------------------------------------------------------------------------------------------------------
+# bad input that was once accepted: each must raise naming the parameter -------------------------------------
 def test_monotone_must_be_a_real_bool() -> None:
     # "yes" was taken as True
     with pytest.raises(TypeError, match=r"monotone must be a bool \(True or False\), got 'yes'"):
         exponential_mechanism_log_probs([0.0, 1.0], sensitivity=1.0, epsilon=1.0, monotone="yes")
 
 
-# 12 -----------------------------------------------------------------------------------------------------------
+# bad input that was once accepted: each must raise naming the parameter -------------------------------------
 def test_gaussian_helpers_are_keyword_only() -> None:
     sigma = gaussian_sigma_analytic(1.0, epsilon=1.0, delta=1e-5)
     assert gaussian_epsilon_analytic(sigma, sensitivity=1.0, delta=1e-5) <= 1.0

@@ -1,6 +1,5 @@
 """Tests of dpsco_lib.problems.applications: the exact structure of the linear query game (Spec X1)."""
 
-
 from __future__ import annotations
 
 import numpy as np

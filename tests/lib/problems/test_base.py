@@ -5,7 +5,6 @@ Exact optima and gaps are checked against closed forms and an independent solver
 against Monte Carlo at fixed seeds.
 """
 
-
 from __future__ import annotations
 
 import math
@@ -302,7 +301,7 @@ def test_sampling_is_deterministic_given_the_seed() -> None:
             np.testing.assert_array_equal(a.y, b.y)
 
 
-# 13 -----------------------------------------------------------------------------------------------------------
+# bad input that was once accepted: each must raise naming the parameter -------------------------------------
 def test_solve_cvxpy_falls_back_and_raises_runtime_error() -> None:
     from scipy import optimize
 

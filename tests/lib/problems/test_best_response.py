@@ -1,6 +1,5 @@
 """Tests of dpsco_lib.problems.best_response: exact best responses against scipy."""
 
-
 from __future__ import annotations
 
 import numpy as np

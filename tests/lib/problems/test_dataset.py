@@ -1,6 +1,5 @@
 """Tests of dpsco_lib.problems.dataset: length, slicing, replace-one neighbours and bad input."""
 
-
 from __future__ import annotations
 
 import numpy as np

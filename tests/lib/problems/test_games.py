@@ -1,6 +1,5 @@
 """Tests of dpsco_lib.problems.games: bilinear games, their closed-form gaps against cvxpy and a known saddle point."""
 
-
 from __future__ import annotations
 
 import numpy as np

@@ -2,7 +2,6 @@
 streams, bad input.
 """
 
-
 from __future__ import annotations
 
 import math

@@ -2,7 +2,6 @@
 optimum, sampler, closed-form bound, bad input.
 """
 
-
 from __future__ import annotations
 
 import itertools

@@ -2,7 +2,6 @@
 constants, bad input.
 """
 
-
 from __future__ import annotations
 
 import numpy as np

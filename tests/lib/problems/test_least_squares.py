@@ -2,7 +2,6 @@
 gradient fast path against the reference gradient.
 """
 
-
 from __future__ import annotations
 
 import math

@@ -2,7 +2,6 @@
 optimum and population risk.
 """
 
-
 from __future__ import annotations
 
 import math

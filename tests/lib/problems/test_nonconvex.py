@@ -4,7 +4,6 @@ Its constants are true bounds; population gradients, Frank-Wolfe gaps and Moreau
 is refused.
 """
 
-
 from __future__ import annotations
 
 import itertools

@@ -4,7 +4,6 @@ their per-step solvers, the WRRW23 filter and the step-count limit.
 Oracles: published values and dp-accounting where a counterpart exists; exact closed forms elsewhere.
 """
 
-
 from __future__ import annotations
 
 import math
@@ -302,7 +301,7 @@ def test_basic_composition_step_count_is_the_largest_count_within_the_budget(eps
         assert (k + 1) * eps0 > epsilon, (eps0, epsilon, k)
 
 
-# 8-9 ----------------------------------------------------------------------------------------------------------
+# bad input that was once accepted: each must raise naming the parameter -------------------------------------
 def test_kov_delta_rejects_huge_k() -> None:
     # allocated arrays of 1e9 entries (memory exhaustion)
     with pytest.raises(ValueError, match=r"k must be an integer in \[1, 1048576\] .*got 1000000000"):

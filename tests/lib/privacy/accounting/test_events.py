@@ -2,7 +2,6 @@
 conversion, and the dp-accounting export.
 """
 
-
 from __future__ import annotations
 
 import math

@@ -2,7 +2,6 @@
 amplification by subsampling (oracles: scipy, dp-accounting's PLD).
 """
 
-
 from __future__ import annotations
 
 import math

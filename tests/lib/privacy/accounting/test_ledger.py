@@ -2,7 +2,6 @@
 and published DP-SGD values, merges, parallel blocks, relations and extreme inputs.
 """
 
-
 from __future__ import annotations
 
 import math

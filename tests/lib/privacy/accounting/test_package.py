@@ -2,7 +2,6 @@
 modules.
 """
 
-
 from __future__ import annotations
 
 import pytest

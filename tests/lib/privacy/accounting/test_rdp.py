@@ -3,7 +3,6 @@ bounded-range and generalized Gaussian mechanisms, and the RDP-to-(eps, delta) c
 quadrature, mpmath).
 """
 
-
 from __future__ import annotations
 
 import math
