@@ -28,7 +28,7 @@ notebooks alone. ``--json`` writes the records. Exit status: 0 when every scored
 ``--target`` (default 0.95) and no mutant is stale, baseline-broken or in error; 1 otherwise.
 
 ``--fast`` runs the fast subset (``Mutant.fast``) with only the first entry of each mutant's ``tests`` (its quick
-catching test) and no notebooks: this is what ``tests/test_mutation_fast.py`` runs inside ``make test``.
+catching test) and no notebooks: this is what ``tests/lib/test_mutation_fast.py`` runs inside ``make test``.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ def build_smoke_book(root: Path, out: Path) -> Path:
     """Execute missing or stale smoke copies, stage the sources, build into ``out``; return the HTML dir."""
     smoke = root / SMOKE_DIR
     for nb in toc_notebooks(root):
-        # Reuse the copies tests/test_notebooks.py executed; execute the ones that are missing, failed or stale
+        # Reuse the copies tests/book/test_notebooks.py executed; execute the ones that are missing, failed or stale
         # (the notebook, the library or the book package changed since their run: prepare_book refuses those).
         if not notebook_status(root, nb, smoke).publishable:
             run = execute_smoke(root, nb)

@@ -42,8 +42,8 @@ def root() -> Path:
 
 @pytest.fixture(scope="session")
 def built_html(tmp_path_factory) -> Path:
-    """The HTML book built once per run, shared by the xdist workers (tests marked ``book``: test_book, test_links,
-    test_browser).
+    """The HTML book built once per run, shared by the xdist workers (tests marked ``book``: tests/book/test_book.py,
+    test_links.py, test_browser.py).
 
     ``DPSCO_BUILT_HTML=_build/html`` checks an existing build instead, e.g. the paper-profile book of
     ``make book``: ``DPSCO_BUILT_HTML=_build/html .venv/bin/python -m pytest -m book tests``.

@@ -1,7 +1,7 @@
 """The contract checks of a private algorithm record, callable on any :class:`AlgorithmRecord`.
 
-``tests/test_algorithm_contract.py`` parametrizes them over the library's registry (in the style of
-scikit-learn's ``parametrize_with_checks``); ``tests/test_add_algorithm.py`` runs them on a record registered
+``tests/lib/algorithms/test_registry.py`` parametrizes them over the library's registry (in the style of
+scikit-learn's ``parametrize_with_checks``); ``tests/lib/test_add_algorithm.py`` runs them on a record registered
 in a copy of the registry. Every check takes the record and its example instance and raises ``AssertionError``
 (through ``pytest``) when the runner breaks the contract.
 """

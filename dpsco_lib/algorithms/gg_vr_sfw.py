@@ -348,7 +348,7 @@ def _lq(x: np.ndarray, q: float, overwrite: bool = False) -> float:
     uses ``x``, a temporary of the caller, as the scratch array).
 
     ``m (sum_i (|x_i|/m)^q)^(1/q)``, ``m = max_i |x_i|``, evaluated in one scratch array (the same ufuncs in the
-    same order as the textbook expression, so the same bits; tests/test_speed_paths_gg_a3.py checks it).
+    same order as the textbook expression, so the same bits; tests/lib/algorithms/test_gg_vr_sfw.py checks it).
     """
     a = np.abs(x, out=x) if overwrite else np.abs(x)
     m = np.maximum.reduce(a)
@@ -385,7 +385,7 @@ def _lp_ball_lmo_fast(g: np.ndarray, q: float, radius: float) -> np.ndarray:
 def _lq_rows(Z: np.ndarray, q: float) -> np.ndarray:
     """``[_lq(z, q) for z in Z]`` for a 2-D array, vectorized over the rows: the same elementwise ufuncs, one
     pairwise ``add.reduce`` per row and the final scalar power per row, hence the same bits as :func:`_lq`
-    (tests/test_speed_paths_gg_a3.py compares the two with ``np.array_equal``)."""
+    (tests/lib/algorithms/test_gg_vr_sfw.py compares the two with ``np.array_equal``)."""
     a = np.abs(Z)
     m = np.maximum.reduce(a, axis=1)
     ok = (m != 0) & np.isfinite(m)

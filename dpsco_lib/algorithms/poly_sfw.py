@@ -98,7 +98,7 @@ step, the validation of the records and the initial gradient.
 
 Streaming (issue "streaming data"). :func:`run_poly_sfw` also takes a
 :class:`~dpsco_lib.problems.stream.DataStream` (``problem.stream(n, rng, block_size)``). Guaranteed (checked by
-tests/test_poly_sfw_stream.py):
+tests/lib/algorithms/test_poly_sfw.py):
 
 * **bit-identity**: the result (``x``, the ledger, the trace) equals the in-memory run on the same records
   (``problem.sample(n, rng)`` for a generator in the same state) with the same algorithm ``rng``, bit for bit,
@@ -182,7 +182,8 @@ def standard_laplace(rng: np.random.Generator, shape: int | tuple[int, ...]) -> 
     Every operation is elementwise on the words in the order the generator yields them, so drawing a block of
     rows at once gives the same float64 values as drawing the rows one after the other; and the vectorized
     logarithm makes it about three times faster than ``Generator.laplace`` (one libm call per draw), which
-    dominates Poly-SFW's run time (``T |V|`` draws). tests/test_poly_sfw.py checks the law (Kolmogorov-Smirnov).
+    dominates Poly-SFW's run time (``T |V|`` draws). tests/lib/algorithms/test_poly_sfw.py checks the law
+    (Kolmogorov-Smirnov).
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
 """The algorithm registry: one frozen record per algorithm of the library.
 
 Everything that enumerates algorithms reads this table: the package exports (:mod:`dpsco_lib.algorithms`),
-the benchmark suite, the API page and the contract tests (``tests/test_algorithm_contract.py``, in the style of
+the benchmark suite, the API page and the contract tests (``tests/lib/algorithms/test_registry.py``, in the style of
 scikit-learn's ``parametrize_with_checks``). Adding an algorithm touches its module, one record here and its tests
 (see ``CONTRIBUTING.md``).
 
@@ -150,7 +150,7 @@ class Registry(Sequence[AlgorithmRecord]):
     """An immutable, ordered collection of :class:`AlgorithmRecord` with unique keys.
 
     The library's table is :data:`REGISTRY`; :meth:`register` returns a copy with one more record, which is how a
-    new algorithm is checked before it is added to the table (``tests/test_add_algorithm.py``).
+    new algorithm is checked before it is added to the table (``tests/lib/test_add_algorithm.py``).
     """
 
     def __init__(self, records: Sequence[AlgorithmRecord] = ()) -> None:

@@ -45,8 +45,8 @@ the boundary curvature of :func:`boundary_curvature`; the acceptance rate is the
   either route gives :math:`\mathrm{TV}(\rho_N, \pi) \le` ``tv_target`` (:func:`proximal_sampler_steps`).
 
 Chains are independent and vectorized (arrays of shape ``(chains, d)``); the final states are i.i.d. draws
-from :math:`\rho_N`. Validated in ``tests/test_regularized_exponential.py`` against the exactly normalized
-density (scipy.integrate) in d = 1 and d = 2.
+from :math:`\rho_N`. Validated in ``tests/lib/algorithms/test_regularized_exponential.py`` against the exactly
+normalized density (scipy.integrate) in d = 1 and d = 2.
 
 The library works in the idealized real-arithmetic model (float64, numpy's non-cryptographic generator).
 """

@@ -426,7 +426,7 @@ def run_smd_reference(
     One step per record: ``g = problem.grad(x, data[t:t+1])[0]`` and the allocating mirror steps
     (:func:`~dpsco_lib.geometry.mirror.entropic_step_with_weights` on the lifted gradient, the p-norm step,
     the Euclidean projection).  It performs the same float64 operations as :func:`run_smd` on the entropic
-    geometries, so the outputs are bit-identical there (tests/test_speed_paths.py checks it); it is slower.
+    geometries, so the outputs are bit-identical there (tests/lib/algorithms/test_smd.py checks it); it is slower.
     """
     data, prm, every = _prepare(problem, data, rng, p, step_size, averaging, trace, trace_every)
     X, T, eta = problem.feasible_set, prm.T, prm.step_size

@@ -95,7 +95,7 @@ class EntropicStepInplace:
     pick the other zero, which can flip only the sign of a zero intermediate, never log x+ or x+);
     ``eta * gs`` and ``gs * eta`` are the same IEEE product; elementwise IEEE arithmetic does not depend on
     whether the scalar operand is a Python float or a 0-d array.  The results are bit-identical;
-    tests/test_speed_paths.py checks this.
+    tests/lib/geometry/test_mirror.py checks this.
     """
 
     __slots__ = ("eta", "gs", "z", "lo", "hi", "tot", "lse")

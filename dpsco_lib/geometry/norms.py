@@ -141,7 +141,7 @@ def lp_norms_exceed(x: np.ndarray, p: float, bound: float) -> np.ndarray:
     faster than :func:`lp_norm` on ``(rows, d)`` blocks; the fast norm may differ from ``lp_norm`` in the last
     bits, by far less than ``_EXCEED_BAND``); every row whose fast norm lies within the
     relative band ``_EXCEED_BAND`` of ``bound``, or is not finite, is recomputed with :func:`lp_norm` itself.
-    Hence the result equals ``lp_norm(x, p, axis=-1) > bound`` row for row (tests/test_speed_paths_gg_a3.py).
+    Hence the result equals ``lp_norm(x, p, axis=-1) > bound`` row for row (tests/lib/geometry/test_norms.py).
     Other exponents, and bounds that are not positive or whose ``p``-th power leaves ``[1e-250, 1e250]`` (near
     float64 under/overflow), go to :func:`lp_norm` directly.
     """

@@ -231,7 +231,7 @@ class LeastSquares(Problem):
         ``_grad``: the inner product <X[t], x> (``np.dot`` of two 1-D float64 arrays and the (1, d) @ (d,)
         matmul of ``_grad`` run the same BLAS dot kernel on the same memory), the residual subtraction, and
         the residual-times-row products (IEEE multiplication commutes).  The result is bit-identical without
-        building a one-record Dataset; tests/test_speed_paths.py checks this.
+        building a one-record Dataset; tests/lib/problems/test_least_squares.py checks this.
         """
         row = X[t]
         return _mul(row, _dot(row, x) - y[t], out)

@@ -3,7 +3,7 @@
 ``problem.stream(n, rng, block_size)`` returns a :class:`DataStream`: n records in consecutive blocks of at
 most ``block_size`` records (every block full except possibly the last), each block a :class:`Dataset`.
 
-Guarantees (checked by tests/test_stream.py):
+Guarantees (checked by tests/lib/problems/test_stream.py):
 
 - **bit-identity**: the blocks, concatenated, equal ``problem.sample(n, rng2)`` bit for bit, where ``rng2`` is
   a generator in the same state as ``rng`` when ``stream`` was called, for every block size;
