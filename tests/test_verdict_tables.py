@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpsco_book.privacy_rule import delta_for_n
-from dpsco_book.tables import noise_summary, show_table
+from dpsco_book.tables import noise_summary, show_table, table_html
 from dpsco_lib.experiments import SlopeFit, Verdict, fit_loglog_slope, get_profile, worst_case_curve
 from dpsco_lib.privacy.accounting import PrivacyLedger
 from dpsco_lib.privacy.accounting.events import GaussianEvent, LaplaceEvent
@@ -134,3 +134,19 @@ def test_check_exponent_without_interval_is_still_two_sided() -> None:
     assert "point estimate" in v.rows[-1].predicted
     assert v.check_exponent("exact", _fit(-0.85, -0.86, -0.84), -1.0, 0.1, interval=False) is False
     assert v.check_exponent("exact", _fit(-1.15, -1.16, -1.14), -1.0, 0.1, interval=False) is False
+
+
+def test_table_html_pads_rules_and_groups_numbers() -> None:
+    """Adjacent numbers never run together (padded, ruled cells), large integers are grouped, numbers are
+    right-aligned and unbroken, text wraps, and the table sits in a box that scrolls sideways on its own."""
+    import re
+
+    html = table_html([{"n": 1414, "d": 512, "err": 0.0123449, "arm": "noisy SGD"}, {"n": 240_000, "d": 2}],
+                      caption="S2 <worst case>")
+    assert html.startswith('<div class="dpsco-table-scroll"') and "overflow-x:auto" in html.split(">", 1)[0]
+    cells = re.findall(r'<td style="([^"]*)">([^<]*)</td>', html)
+    assert [v for _, v in cells] == ["1414", "512", "0.01234", "noisy SGD", "240\u202f000", "2", "", ""]
+    assert all("padding:" in st and "border-bottom:" in st for st, _ in cells)
+    assert all("text-align:right" in st and "nowrap" in st for st, v in cells[:3])
+    assert "text-align:left" in cells[3][0] and "nowrap" not in cells[3][0]
+    assert "S2 &lt;worst case&gt;" in html
