@@ -234,9 +234,13 @@ FITS_REPORT = """() => {
   const column = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
   const box = column.getBoundingClientRect();
   const scrolls = el => ['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(el).overflowX);
+  const fits = r => r.right <= box.right + 1 && r.left >= box.left - 1;
+  // inside a box that scrolls or clips sideways and itself fits in the column
   const inScrollBox = el => {
-    for (let p = el.parentElement; p && p !== column; p = p.parentElement) if (scrolls(p)) return p;
-    return null;
+    for (let p = el.parentElement; p && p !== column; p = p.parentElement) {
+      if (scrolls(p) && fits(p.getBoundingClientRect())) return true;
+    }
+    return false;
   };
   const name = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
     (typeof el.className === 'string' && el.className ? '.' + el.className.trim().split(/\\s+/).join('.') : '');
@@ -245,12 +249,7 @@ FITS_REPORT = """() => {
     if (el.closest('mjx-assistive-mml, script, style, template')) continue;
     const r = el.getBoundingClientRect();
     if (r.width === 0 || r.height === 0 || getComputedStyle(el).visibility === 'hidden') continue;
-    if (r.right <= box.right + 1 && r.left >= box.left - 1) continue;
-    const scroller = inScrollBox(el);
-    if (scroller) {
-      const sr = scroller.getBoundingClientRect();  // the scrolling box itself must fit in the column
-      if (sr.right <= box.right + 1 && sr.left >= box.left - 1) continue;
-    }
+    if (fits(r) || inScrollBox(el)) continue;
     const px = x => Math.round(x);
     const edges = `${px(r.left)}..${px(r.right)} px, column ${px(box.left)}..${px(box.right)}`;
     wide.push(`${name(el)} (${edges}): ` + (el.textContent || '').trim().slice(0, 60));

@@ -141,7 +141,7 @@ def table_html(rows: Sequence[Mapping[str, Any]], *, caption: str = "", floatfmt
     cap = (f'<caption style="caption-side:top;text-align:left;font-weight:bold;padding-bottom:0.3em;">'
            f"{escape(caption)}</caption>") if caption else ""
     return ('<div class="dpsco-table-scroll" style="max-width:100%;overflow-x:auto;">'
-            '<table class="dpsco-table" style="border-collapse:collapse;margin:0.5em 0;">'
+            '<table class="dpsco-table" style="border-collapse:collapse;margin:0.5em 0;font-size:0.875em;">'
             f"{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
 
 
