@@ -115,7 +115,7 @@ def _fmt_html(v: Any, floatfmt: str) -> str:
 #: Inline styles of :func:`table_html` (the notebook shows them without the book's stylesheet too).
 _CELL = "padding:0.25em 0.75em;border-bottom:1px solid #d0d0d0;vertical-align:top;"
 _NUM = _CELL + "text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums;"
-_TEXT = _CELL + "text-align:left;overflow-wrap:break-word;min-width:6em;"
+_TEXT = _CELL + "text-align:left;overflow-wrap:break-word;min-width:8em;"
 _HEAD = "padding:0.3em 0.75em;border-bottom:2px solid #999;vertical-align:bottom;"
 
 
