@@ -1,11 +1,18 @@
-"""One figure style for the whole book: colour-blind-safe (Okabe-Ito) palette, log-log rate guides."""
+"""One figure style for the whole book: colour-blind-safe (Okabe-Ito) palette, log-log rate guides.
+
+Needs matplotlib, the ``plot`` extra (``pip install 'dpsco-lib[plot]'``); importing this module without it raises
+``ImportError`` naming that command.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import matplotlib as mpl
 import numpy as np
+
+from dpsco_lib._optional import require
+
+mpl = require("matplotlib")
 
 __all__ = ["OKABE_ITO", "add_rate_guide", "plot_rate", "use_style"]
 

@@ -14,6 +14,8 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 # Tests measure the current code: never reuse cached sweep results.
 os.environ["DPSCO_NO_CACHE"] = "1"
 os.environ["DPSCO_ROOT"] = str(ROOT)
+# The profile of a launched notebook (Binder's start script sets it): tests choose their profiles themselves.
+os.environ.pop("DPSCO_PROFILE", None)
 
 
 # The smoke notebooks are most of `make test`'s time. Run them first, longest first: the Makefile's

@@ -22,7 +22,7 @@ from dpsco_lib.privacy.accounting.events import (
     SubsampledGaussianEvent,
 )
 
-__all__ = ["calibration_rows", "noise_summary", "show_table"]
+__all__ = ["calibration_rows", "noise_summary", "show_table", "table_html"]
 
 
 def _leaves(event: DpEvent, count: int = 1) -> list[tuple[DpEvent, int]]:
@@ -100,8 +100,54 @@ def _fmt(v: Any, floatfmt: str) -> str:
     return str(v)
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _fmt_html(v: Any, floatfmt: str) -> str:
+    """A cell of the HTML table: integers of five digits or more grouped by threes with a narrow no-break space
+    (``240\u202f000``), floats in ``floatfmt``, anything else as text."""
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10_000:
+        return f"{v:,}".replace(",", "\u202f")
+    return _fmt(v, floatfmt)
+
+
+#: Inline styles of :func:`table_html` (the notebook shows them without the book's stylesheet too).
+_CELL = "padding:0.25em 0.75em;border-bottom:1px solid #d0d0d0;vertical-align:top;"
+_NUM = _CELL + "text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums;"
+_TEXT = _CELL + "text-align:left;overflow-wrap:break-word;min-width:8em;"
+_HEAD = "padding:0.3em 0.75em;border-bottom:2px solid #999;vertical-align:bottom;"
+
+
+def table_html(rows: Sequence[Mapping[str, Any]], *, caption: str = "", floatfmt: str = ".4g") -> str:
+    """The rows as an HTML table in a box that scrolls sideways when the table is wider than the text column.
+
+    Columns are the union of the rows' keys in first-seen order. Every cell is padded and ruled, so adjacent
+    numbers never run together; numbers are right-aligned and never broken, text cells wrap.
+    """
+    from html import escape
+
+    cols: list[str] = []
+    for r in rows:
+        cols.extend(k for k in r if k not in cols)
+    numeric = [all(_is_number(r[c]) for r in rows if c in r) for c in cols]
+    head = "".join(f'<th style="{_HEAD}text-align:{"right" if num else "left"};">{escape(c)}</th>'
+                   for c, num in zip(cols, numeric, strict=True))
+    body = "".join(
+        "<tr>" + "".join(f'<td style="{_NUM if num else _TEXT}">{escape(_fmt_html(r.get(c, ""), floatfmt))}</td>'
+                         for c, num in zip(cols, numeric, strict=True)) + "</tr>"
+        for r in rows
+    )
+    cap = (f'<caption style="caption-side:top;text-align:left;font-weight:bold;padding-bottom:0.3em;">'
+           f"{escape(caption)}</caption>") if caption else ""
+    return ('<div class="dpsco-table-scroll" style="max-width:100%;overflow-x:auto;">'
+            '<table class="dpsco-table" style="border-collapse:collapse;margin:0.5em 0;font-size:0.875em;">'
+            f"{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
+
+
 def show_table(rows: Sequence[Mapping[str, Any]], *, caption: str = "", floatfmt: str = ".4g") -> str:
-    """Show dict rows as a table: HTML in a notebook (text fallback), printed text elsewhere; returns the text.
+    """Show dict rows as a table: HTML in a notebook (:func:`table_html`, text fallback), printed text elsewhere;
+    returns the text.
 
     Columns are the union of the rows' keys in first-seen order; floats use ``floatfmt``.
     """
@@ -122,13 +168,7 @@ def show_table(rows: Sequence[Mapping[str, Any]], *, caption: str = "", floatfmt
     if shell is None or not hasattr(shell, "kernel"):
         print(text)
         return text
-    from html import escape
-
     from IPython.display import display
 
-    head = "".join(f"<th>{escape(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>" for row in cells)
-    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
-    display({"text/html": f'<table class="dpsco-table">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
-             "</table>", "text/plain": text}, raw=True)
+    display({"text/html": table_html(rows, caption=caption, floatfmt=floatfmt), "text/plain": text}, raw=True)
     return text

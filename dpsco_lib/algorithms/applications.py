@@ -60,6 +60,7 @@ from typing import Any
 
 import numpy as np
 
+from dpsco_lib._optional import require
 from dpsco_lib._validation import check_delta, check_epsilon, check_int, check_positive, check_rng
 from dpsco_lib.algorithms._result import Result
 from dpsco_lib.algorithms.poly_sfw import run_poly_sfw
@@ -502,7 +503,7 @@ def run_group_blind_erm(
 
 def exact_pooled_erm(problem: MaxOfLosses) -> tuple[np.ndarray, np.ndarray]:
     """(x, group losses) of the exact non-private pooled logistic minimizer over the l1 ball (cvxpy + Clarabel)."""
-    import cvxpy as cp
+    cp = require("cvxpy")
 
     P = check_max_of_losses(problem)
     pop = P.population

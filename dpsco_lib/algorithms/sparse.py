@@ -30,6 +30,7 @@ import scipy.sparse as sp
 from scipy.optimize import brentq, minimize
 from scipy.special import gammaln
 
+from dpsco_lib._optional import require
 from dpsco_lib._validation import (
     check_array,
     check_delta,
@@ -273,7 +274,7 @@ def sparse_mean_estimate_cs(
     (``result.certified_epsilon(info["mechanism_delta"])``), and
     ``info["matrix_failure"]`` = :math:`\beta` is added to delta (``info["certified_delta"]``).
     """
-    import cvxpy as cp
+    cp = require("cvxpy")
 
     s, L = _check_s_L(sparsity, norm_bound)
     eps = check_epsilon(epsilon)

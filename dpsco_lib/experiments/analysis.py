@@ -320,7 +320,10 @@ class Verdict:
         from html import escape
 
         colours = {True: ("#137333", "#e6f4ea", "pass"), False: ("#a50e0e", "#fce8e6", "fail")}
-        cell = "padding:0.3em 0.5em;vertical-align:top;overflow-wrap:anywhere;word-break:break-word;"
+        cell = (
+            "padding:0.3em 0.5em;border-bottom:1px solid #d0d0d0;vertical-align:top;overflow-wrap:anywhere;"
+            "word-break:break-word;"
+        )
         mono = f'{cell}font-family:monospace;font-size:0.85em;'
         rows = []
         for c in self.rows:

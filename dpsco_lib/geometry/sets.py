@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from dpsco_lib._optional import require
 from dpsco_lib._validation import check_array, check_int, check_positive, check_rng, check_size
 from dpsco_lib.geometry.norms import check_exponent, dual_exponent, lp_norm
 
@@ -292,7 +293,7 @@ class Simplex(FeasibleSet):
         return self.d
 
     def cvxpy_constraints(self, var: Any) -> list:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         return [var >= 0, cp.sum(var) == 1]
 
@@ -396,7 +397,7 @@ class LpBall(FeasibleSet):
         return 2 * self.d if self.p == 1.0 else 2**self.d
 
     def cvxpy_constraints(self, var: Any) -> list:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         return [cp.norm(var, self.p if not math.isinf(self.p) else "inf") <= self.radius]
 
@@ -515,7 +516,7 @@ class Polytope(FeasibleSet):
         arr = self._points(x)
         if arr.ndim == 2:
             return np.stack([self.project(row) for row in arr])
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         w = cp.Variable(self.V.shape[0], nonneg=True)
         prob = cp.Problem(cp.Minimize(cp.sum_squares(self.V.T @ w - arr)), [cp.sum(w) == 1])
@@ -574,7 +575,7 @@ class Polytope(FeasibleSet):
         return self.V.shape[0]
 
     def cvxpy_constraints(self, var: Any) -> list:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         w = cp.Variable(self.V.shape[0], nonneg=True)
         return [var == self.V.T @ w, cp.sum(w) == 1]

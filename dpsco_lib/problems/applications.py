@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
+from dpsco_lib._optional import require
 from dpsco_lib._validation import check_array, check_int, check_positive
 from dpsco_lib.geometry.sets import L1Ball, Simplex
 from dpsco_lib.problems.base import SaddleProblem, solve_cvxpy
@@ -316,13 +317,13 @@ class MaxOfLosses(SaddleProblem):
         return np.eye(self.m)[j], float(L[j])
 
     def _weighted_logistic(self, xv: Any, w: np.ndarray) -> Any:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         P = self.population
         return w @ cp.logistic(-cp.multiply(P.y, P.X @ xv))
 
     def _best_response_x(self, y: np.ndarray) -> tuple[np.ndarray, float]:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         g = np.asarray(self.population.extras["group"])
         w = y[g] / (self.pi[g] * g.size)
@@ -333,7 +334,7 @@ class MaxOfLosses(SaddleProblem):
         return xs, self._population_value(xs, y)
 
     def _saddle_point(self) -> tuple[np.ndarray, np.ndarray, float]:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         g = np.asarray(self.population.extras["group"])
         counts = np.bincount(g, minlength=self.m)

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from dpsco_lib._optional import require
 from dpsco_lib._validation import check_array, check_int, check_rng
 from dpsco_lib.geometry.norms import dual_exponent, lp_norm
 from dpsco_lib.problems.dataset import Dataset
@@ -76,7 +77,7 @@ def solve_cvxpy(prob: Any, what: str) -> None:
     succeeds, or at once if Clarabel certifies the problem infeasible or unbounded (never cvxpy's bare
     SolverError).
     """
-    import cvxpy as cp
+    cp = require("cvxpy")
 
     installed = set(cp.installed_solvers())
     attempts = [("CLARABEL", CLARABEL_SETTINGS), ("CLARABEL", {})]
@@ -301,7 +302,7 @@ class Problem(_Checks, ABC):
         return float(g @ (x - v))
 
     def _solve_population(self) -> tuple[np.ndarray, float]:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         if not self.convex:
             raise NotImplementedError(f"{type(self).__name__} is nonconvex: no cvxpy population optimum")

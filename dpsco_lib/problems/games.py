@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp, softmax
 
+from dpsco_lib._optional import require
 from dpsco_lib._validation import check_array, check_int, check_positive, check_rng, check_size
 from dpsco_lib.geometry.sets import Simplex
 from dpsco_lib.problems.base import SaddleProblem, solve_cvxpy
@@ -180,7 +181,7 @@ class BilinearGame(_NoisyBilinear):
             return super().duality_gap(x, y)
         if method != "cvxpy":
             raise ValueError(f"method must be 'closed_form' or 'cvxpy', got {method!r}")
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         x = self._feasible(self._pt(x, self.dx, "x"), self.x_set, "x")
         y = self._feasible(self._pt(y, self.dy, "y"), self.y_set, "y")
@@ -192,7 +193,7 @@ class BilinearGame(_NoisyBilinear):
         return float(pmax.value - pmin.value)
 
     def _saddle_point(self) -> tuple[np.ndarray, np.ndarray, float]:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         x, t = cp.Variable(self.dx), cp.Variable()
         cons = [self.A.T @ x <= t, *self.x_set.cvxpy_constraints(x)]
@@ -278,17 +279,17 @@ class QuadraticGame(_NoisyBilinear):
         return float(x @ self.A @ y + 0.5 * self.lam_x * x @ self.Q() @ x - 0.5 * self.lam_y * y @ self.R() @ y)
 
     def _quad_x(self, xv: Any) -> Any:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         return 0.5 * self.lam_x * (cp.square(self.m_x @ xv) + cp.sum(cp.multiply(self.w_x**2, cp.square(xv))))
 
     def _quad_y(self, yv: Any) -> Any:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         return 0.5 * self.lam_y * (cp.square(self.m_y @ yv) + cp.sum(cp.multiply(self.w_y**2, cp.square(yv))))
 
     def _best_response_x(self, y: np.ndarray) -> tuple[np.ndarray, float]:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         xv = cp.Variable(self.dx)
         prob = cp.Problem(cp.Minimize((self.A @ y) @ xv + self._quad_x(xv)), self.x_set.cvxpy_constraints(xv))
@@ -297,7 +298,7 @@ class QuadraticGame(_NoisyBilinear):
         return xs, self._population_value(xs, y)
 
     def _best_response_y(self, x: np.ndarray) -> tuple[np.ndarray, float]:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         yv = cp.Variable(self.dy)
         prob = cp.Problem(cp.Maximize((x @ self.A) @ yv - self._quad_y(yv)), self.y_set.cvxpy_constraints(yv))
@@ -306,7 +307,7 @@ class QuadraticGame(_NoisyBilinear):
         return ys, self._population_value(x, ys)
 
     def _saddle_point(self) -> tuple[np.ndarray, np.ndarray, float]:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         Gm = np.sqrt(self.lam_y) * np.column_stack([self.m_y, np.diag(self.w_y)])
         xv, wv, t = cp.Variable(self.dx), cp.Variable(Gm.shape[1]), cp.Variable()
@@ -383,7 +384,7 @@ class SoftmaxGame(_NoisyBilinear):
         return float(x @ self.A @ y + self.lam_x * self._lse_x(x) - self.lam_y * self._lse_y(y))
 
     def _best_response_x(self, y: np.ndarray) -> tuple[np.ndarray, float]:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         xv = cp.Variable(self.dx)
         obj = (self.A @ y) @ xv + self.lam_x * self.tau * cp.log_sum_exp(self.C @ xv / self.tau)
@@ -393,7 +394,7 @@ class SoftmaxGame(_NoisyBilinear):
         return xs, self._population_value(xs, y)
 
     def _best_response_y(self, x: np.ndarray) -> tuple[np.ndarray, float]:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         yv = cp.Variable(self.dy)
         obj = (x @ self.A) @ yv - self.lam_y * self.tau * cp.log_sum_exp(self.D @ yv / self.tau)
@@ -403,7 +404,7 @@ class SoftmaxGame(_NoisyBilinear):
         return ys, self._population_value(x, ys)
 
     def _saddle_point(self) -> tuple[np.ndarray, np.ndarray, float]:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         ky = self.D.shape[0]
         xv, wv, t = cp.Variable(self.dx), cp.Variable(ky), cp.Variable()

@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from dpsco_lib._optional import require
 from dpsco_lib._validation import check_array, check_int, check_positive, check_size
 from dpsco_lib.geometry.sets import Simplex
 from dpsco_lib.problems.base import SaddleProblem, solve_cvxpy
@@ -155,7 +156,7 @@ class MaxOfLinearLosses(SaddleProblem):
         return np.eye(self.m)[j], float(v[j])
 
     def _saddle_point(self) -> tuple[np.ndarray, np.ndarray, float]:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         x, t = cp.Variable(self.dx), cp.Variable()
         cons = [self.C.T @ x <= t, *self.x_set.cvxpy_constraints(x)]

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from dpsco_lib._optional import require
 from dpsco_lib._validation import check_array, check_int, check_positive, check_rng, check_size
 from dpsco_lib.geometry.norms import check_exponent, dual_exponent, lp_norm, lp_norms_exceed
 from dpsco_lib.geometry.sets import FeasibleSet, L1Ball, LpBall, Simplex
@@ -277,7 +278,7 @@ class LeastSquares(Problem):
         return self.sigma_times(x) - self.mu
 
     def _cvxpy_population(self, var: Any) -> Any:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         k = self.sigma_factor.shape[1]
         if k > _LOW_RANK:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from dpsco_lib._optional import require
 from dpsco_lib._validation import (
     check_array,
     check_in_range,
@@ -129,7 +130,7 @@ class LogisticRegressionProblem:
         residual inaccuracy (its "inaccurate" warning is then harmless and silenced); returns (x*, value)."""
         import warnings
 
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         a, b = data
         x = cp.Variable(self.d)
@@ -208,7 +209,7 @@ class LinearLossProblem:
                 nc = np.linalg.norm(c)
                 xs = -K.radius * c / nc if nc > 0 else np.zeros(self.d)
         else:
-            import cvxpy as cp
+            cp = require("cvxpy")
 
             x = cp.Variable(self.d)
             prob = cp.Problem(cp.Minimize(c @ x + (mu / 2) * cp.sum_squares(x)), K.cvxpy_constraints(x))

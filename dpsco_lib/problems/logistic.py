@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
+from dpsco_lib._optional import require
 from dpsco_lib._validation import check_array, check_int, check_positive, check_rng, check_size
 from dpsco_lib.geometry.norms import check_exponent, dual_exponent, lp_norm, lp_norms_exceed
 from dpsco_lib.geometry.sets import FeasibleSet, L1Ball
@@ -151,7 +152,7 @@ class LogisticRegression(Problem):
         return self._mean_grad(x, self.population)
 
     def _cvxpy_model(self, var: Any) -> tuple[Any, list]:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         P = self.population
         # margins as an auxiliary variable: Clarabel is ~1.5x faster on this form

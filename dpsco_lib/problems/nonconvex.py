@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from dpsco_lib._optional import require
 from dpsco_lib._validation import check_array, check_in_range, check_int, check_positive, check_rng, check_size
 from dpsco_lib.geometry.sets import L1Ball, LpBall, Simplex
 from dpsco_lib.problems.base import CLARABEL_SETTINGS, Problem
@@ -257,7 +258,7 @@ class NonconvexRegression(Problem):
         return 2.0 * self.rho
 
     def _prox_problem(self, beta: float) -> Any:
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         key = float(beta)
         if key in self._prox_cache:
@@ -290,7 +291,7 @@ class NonconvexRegression(Problem):
 
         ``beta`` defaults to :meth:`default_beta` and must exceed ``rho_population``.
         """
-        import cvxpy as cp
+        cp = require("cvxpy")
 
         x = self._pt(x, self.d, "x")
         beta = self.default_beta() if beta is None else check_positive(beta, "beta")

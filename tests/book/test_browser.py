@@ -4,6 +4,8 @@ Every page of the table of contents is served over a loopback HTTP server (as on
 page needs http to load its index) and must: render all its math with MathJax (no TeX left in the text, no
 MathJax error), load every image, log no console error, request nothing outside the book (it works
 offline), and show no unresolved reference or citation ("??"). The search page must find "privacy".
+At 1280 px no page scrolls sideways and nothing in its text column is wider than the column outside a box that
+scrolls on its own (display equations, tables, code, outputs).
 
 Without Chromium or the ``playwright`` package the module is skipped, except under ``CI=true``, where it
 fails: CI installs both.
@@ -223,16 +225,72 @@ NOTEBOOK_PAGE_REPORT = """() => {
 }"""
 
 
+# At the viewport's width: how wide the page is, and every element of the text column that sticks out of the column
+# without being inside a box that scrolls (or clips) sideways on its own. MathJax's assistive MathML (clipped to
+# nothing for screen readers) and invisible elements do not count.
+FITS_REPORT = """() => {
+  const doc = document.documentElement;
+  const column = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+  const box = column.getBoundingClientRect();
+  const scrolls = el => ['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(el).overflowX);
+  const fits = r => r.right <= box.right + 1 && r.left >= box.left - 1;
+  // inside a box that scrolls or clips sideways and itself fits in the column
+  const inScrollBox = el => {
+    for (let p = el.parentElement; p && p !== column; p = p.parentElement) {
+      if (scrolls(p) && fits(p.getBoundingClientRect())) return true;
+    }
+    return false;
+  };
+  const name = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
+    (typeof el.className === 'string' && el.className ? '.' + el.className.trim().split(/\\s+/).join('.') : '');
+  const wide = [];
+  for (const el of column.querySelectorAll('*')) {
+    if (el.closest('mjx-assistive-mml, script, style, template')) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || getComputedStyle(el).visibility === 'hidden') continue;
+    if (fits(r) || inScrollBox(el)) continue;
+    const px = x => Math.round(x);
+    const edges = `${px(r.left)}..${px(r.right)} px, column ${px(box.left)}..${px(box.right)}`;
+    wide.push(`${name(el)} (${edges}): ` + (el.textContent || '').trim().slice(0, 60));
+    if (wide.length >= 8) break;
+  }
+  return {scrollWidth: doc.scrollWidth, innerWidth: window.innerWidth, columnWidth: Math.round(box.width), wide};
+}"""
+
+
+def _open_at_1280px(browser: Any, site: str, docname: str) -> tuple[Any, Any]:
+    """A 1280 x 900 tab on ``docname`` with its math typeset; returns (context, page)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site) else route.abort())
+    page.goto(site + docname + ".html", wait_until="load")
+    if page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
+        page.wait_for_function(WAIT_FOR_MATHJAX)
+        page.evaluate("() => MathJax.startup.promise.then(() => true)")
+    return context, page
+
+
+@pytest.mark.parametrize("docname", toc_docnames(ROOT))
+def test_page_fits_1280px(browser, site, docname):
+    """At 1280 px no page scrolls sideways, and nothing in the text column is wider than the column unless it sits
+    in a box that scrolls on its own: display equations (theorem boxes too), tables, code and outputs."""
+    context, page = _open_at_1280px(browser, site, docname)
+    try:
+        r = page.evaluate(FITS_REPORT)
+    finally:
+        context.close()
+    assert r["scrollWidth"] <= r["innerWidth"], (
+        f"{docname}: the page scrolls sideways ({r['scrollWidth']} > {r['innerWidth']} px): {r['wide'][:4]}")
+    assert not r["wide"], f"{docname}: wider than the {r['columnWidth']} px text column: " + "; ".join(r["wide"])
+
+
 @pytest.mark.parametrize("docname", [d for d in toc_docnames(ROOT) if d.startswith("notebooks/")])
 def test_notebook_page_reads_well_at_1280px(browser, site, docname):
     """At 1280 px: no sideways scrolling, the verdict table with every check passing, no parameter cell,
     real alt text on every figure, the provenance box and a link to the repository."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context, page = _open_at_1280px(browser, site, docname)
     try:
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site) else route.abort())
-        page.goto(site + docname + ".html", wait_until="load")
         r = page.evaluate(NOTEBOOK_PAGE_REPORT)
     finally:
         context.close()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 import tokenize
 
 import nbformat
 import pytest
+import yaml
 
 from dpsco_book.cli import toc_notebooks
 from tests.conftest import ROOT
@@ -72,3 +74,53 @@ def test_notebook_is_glue(path):
     assert sum(counts) <= 150, f"{path.name}: {sum(counts)} code lines (at most 150)"
     big = [(i, n) for i, n in enumerate(counts) if n > 20]
     assert not big, f"{path.name}: code cells (index among code cells, lines) over 20 lines: {big}"
+
+
+def _launch_cell(nb) -> tuple[int, object]:
+    cells = [(i, c) for i, c in enumerate(nb.cells) if "launch" in c.metadata.get("tags", [])]
+    assert len(cells) == 1, f"needs exactly one cell tagged 'launch' (the Colab and Binder set-up), found {len(cells)}"
+    return cells[0]
+
+
+@pytest.mark.parametrize("path", ALL, ids=[p.stem for p in ALL])
+def test_notebook_has_the_launch_cell(path):
+    """Right after the parameters cell (so after papermill's injected parameters), hidden on the page: in Colab it
+    installs the library (exact and plot extras) and the book's package from the book's repository with pip in a
+    subprocess (plain Python, no shell magic), and it picks the profile of a launched notebook."""
+    nb = nbformat.read(path, as_version=4)
+    index, cell = _launch_cell(nb)
+    params = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    assert index == params + 1, f"{path.name}: the launch cell must follow the parameters cell"
+    assert not any(c.cell_type == "code" for c in nb.cells[:params]), f"{path.name}: code before the parameters"
+    assert "remove-cell" in cell.metadata["tags"], f"{path.name}: the launch cell is not hidden on the page"
+    src = cell.source
+    assert 'if "google.colab" in sys.modules:' in src, f"{path.name}: the install does not run only in Colab"
+    assert not re.search(r"^\s*[!%]", src, re.M), f"{path.name}: shell or magic lines in the launch cell"
+    repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+    assert f'REPO = "git+{repo}"' in src, f"{path.name}: the install does not use the repository of _config.yml"
+    for spec in ("dpsco-lib[exact,plot] @ {REPO}", "dpsco-book @ {REPO}#subdirectory=book", '"pip", "install"'):
+        assert spec in src, f"{path.name}: the launch cell lacks {spec}"
+
+
+@pytest.mark.parametrize(
+    ("injected", "env", "expected"),
+    [(None, None, "paper"), (None, "smoke", "smoke"), ("smoke", None, "smoke"), ("full", "smoke", "full"),
+     ("smoke", "smoke", "smoke"), (None, "paper", "paper")],
+)
+def test_launch_cell_picks_the_profile(injected, env, expected, monkeypatch):
+    """$DPSCO_PROFILE (Binder's start script, the Colab branch, ``dpsco reproduce``) replaces the default profile;
+    a profile other than the default passed by papermill is kept; with neither the notebook runs at paper."""
+    nb = nbformat.read(ALL[0], as_version=4)
+    params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    _, launch = _launch_cell(nb)
+    if env is None:
+        monkeypatch.delenv("DPSCO_PROFILE", raising=False)
+    else:
+        monkeypatch.setenv("DPSCO_PROFILE", env)
+    ns: dict = {}
+    exec(params.source, ns)
+    if injected is not None:  # papermill's injected-parameters cell runs between the two
+        ns["profile"] = injected
+    exec(launch.source, ns)
+    assert ns["profile"] == expected
+    assert os.environ.get("DPSCO_PROFILE") == env, "outside Colab the launch cell changes no environment variable"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -108,6 +109,29 @@ def test_pages_workflow_is_well_formed():
     assert "_build/executed" in cache["with"]["path"]
     assert any("make book" in s.get("run", "") for s in steps)
     assert PAGES in text
+
+
+def test_tests_workflow_runs_make_test_on_every_push_and_pull_request():
+    """Beside the Pages workflow: the README's test command (through .ci/run, which installs chromium and npm
+    first, then runs make test) on every push to any branch and every pull request."""
+    jsonschema = pytest.importorskip("jsonschema")
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "tests.yml").read_text())
+    flow["on"] = flow.pop(True, flow.get("on"))  # YAML 1.1 reads the key 'on' as True
+    jsonschema.validate(flow, WORKFLOW_SCHEMA)
+    assert "push" in flow["on"] and "pull_request" in flow["on"]
+    assert not (flow["on"]["push"] or {}).get("branches"), "tests must run on a push to any branch"
+    assert flow["permissions"] == {"contents": "read"}
+    steps = [s for job in flow["jobs"].values() for s in job["steps"]]
+    assert any(s.get("run", "").strip() == "bash .ci/run" for s in steps)
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_binder_starts_launched_notebooks_at_the_smoke_profile():
+    start = ROOT / "binder" / "start"
+    assert os.access(start, os.X_OK), "binder/start must be executable (repo2docker runs it)"
+    run = subprocess.run([str(start), "sh", "-c", 'echo "$DPSCO_PROFILE"'], capture_output=True, text=True,
+                         env={k: v for k, v in os.environ.items() if k != "DPSCO_PROFILE"}, check=True)
+    assert run.stdout.strip() == "smoke"
 
 
 def _make_targets() -> set[str]:

@@ -1,5 +1,6 @@
 """The library is a library: its wheel holds only ``dpsco_lib``, importing it and running an algorithm loads no
-plotting or notebook machinery, and no module of it names a notebook or the book's package (``dpsco_book``)."""
+plotting, solver or notebook machinery (matplotlib and cvxpy are the ``plot`` and ``exact`` extras, and a call that
+needs a missing one names it), and no module of it names a notebook or the book's package (``dpsco_book``)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ LIB = ROOT / "dpsco_lib"
 # Modules the book owns; none of them may reach the library's wheel.
 BOOK_MODULE = re.compile(r"(_checks|/atlas|/crossover|/cli|/tables|/results|/privacy_rule)\.py$")
 NOTEBOOK_REF = re.compile(r"notebooks?\W{0,3}\d{2}", re.IGNORECASE)
-# Loading any of these on `import dpsco_lib` or on running an algorithm would tie the library to the book.
-HEAVY = ("matplotlib", "papermill", "nbclient", "nbformat", "jupyter", "IPython", "dpsco_book")
+# Loading any of these on `import dpsco_lib` or on running an algorithm would tie the library to the book, or
+# to an extra the core install leaves out (cvxpy and Clarabel: `exact`; matplotlib: `plot`).
+HEAVY = ("matplotlib", "cvxpy", "clarabel", "papermill", "nbclient", "nbformat", "jupyter", "IPython", "dpsco_book")
 
 
 def _notebook_stems() -> list[str]:
@@ -88,6 +90,40 @@ def test_importing_and_running_the_library_loads_no_notebook_machinery():
     loaded = json.loads(proc.stdout.strip().splitlines()[-1])
     heavy = [m for m in loaded if m.split(".")[0].startswith(HEAVY)]
     assert not heavy, f"import dpsco_lib / running an algorithm loaded: {heavy}"
+
+
+def test_a_missing_extra_is_named_where_it_is_needed():
+    """Without cvxpy or matplotlib (blocked in a fresh interpreter) the algorithms still run; an exact optimum
+    raises ImportError naming ``dpsco-lib[exact]`` and the figure style one naming ``dpsco-lib[plot]``."""
+    code = "\n".join([
+        "import sys",
+        "sys.modules.update(cvxpy=None, matplotlib=None, clarabel=None)",
+        "import numpy as np",
+        "from dpsco_lib.algorithms.registry import get_algorithm",
+        "from dpsco_lib.problems import hard_least_squares",
+        "rec = get_algorithm('S1 SMD')",
+        "ex = rec.example(np.random.default_rng(0))",
+        "kw = dict(ex.kwargs)",
+        "if rec.private:",
+        "    kw.update(epsilon=ex.epsilon, delta=ex.delta)",
+        "assert rec.runner(*ex.args, rng=np.random.default_rng(1), **kw) is not None",
+        "problem = hard_least_squares(1.0, 3, set_kind='l1ball')",
+        "for what, call in [('exact', problem.cvxpy_optimum), ('plot', lambda: __import__('dpsco_lib.plotting'))]:",
+        "    try:",
+        "        call()",
+        "    except ImportError as exc:",
+        "        print(what, exc)",
+        "    else:",
+        "        print(what, 'no ImportError')",
+    ])
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in proc.stdout.strip().splitlines())
+    assert "pip install 'dpsco-lib[exact]'" in lines["exact"], lines
+    assert "pip install 'dpsco-lib[plot]'" in lines["plot"], lines
 
 
 def test_the_library_names_no_notebook_and_not_the_book_package():
