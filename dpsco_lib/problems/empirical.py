@@ -203,8 +203,9 @@ class EmpiricalProblem(Problem):
     ----------
     data : Dataset
         The records (after clipping when ``clip=True``; ``data.n_clipped`` counts the clipped ones).
-    loss : Loss
-        The per-record loss; ``L0``, ``L1``, ``L2`` are its ``lipschitz``, ``smoothness``, ``second_order``.
+    loss_fn : Loss
+        The per-record loss (``loss(x, data)`` is the Problem's per-record oracle); ``L0``, ``L1``, ``L2`` are
+        its ``lipschitz``, ``smoothness``, ``second_order``.
     B_a, B_b : float
         The declared bounds ``||a||_q <= B_a`` and ``|b| <= B_b`` (``B_b`` None when labels are not bounded).
     """
@@ -213,7 +214,7 @@ class EmpiricalProblem(Problem):
                  label_bound: float | None, name: str = "empirical") -> None:
         self.feasible_set = feasible_set
         self.p = check_exponent(p)
-        self.loss = loss
+        self.loss_fn = loss
         self.B_a = float(feature_bound)
         self.B_b = None if label_bound is None else float(label_bound)
         self.binary_labels = bool(getattr(loss, "binary_labels", False))
@@ -237,10 +238,10 @@ class EmpiricalProblem(Problem):
         return f"||a||_{self.q} <= {self.B_a}" + (f", {lab}" if lab else "")
 
     def _loss(self, x: np.ndarray, data: Dataset) -> np.ndarray:
-        return np.asarray(self.loss.value(x, data.X, data.y), dtype=np.float64)
+        return np.asarray(self.loss_fn.value(x, data.X, data.y), dtype=np.float64)
 
     def _grad(self, x: np.ndarray, data: Dataset) -> np.ndarray:
-        return np.asarray(self.loss.gradient(x, data.X, data.y), dtype=np.float64)
+        return np.asarray(self.loss_fn.gradient(x, data.X, data.y), dtype=np.float64)
 
     def _sample(self, n: int, rng: np.random.Generator) -> Dataset:
         idx = rng.integers(0, self.data.n, size=n)
@@ -260,10 +261,10 @@ class EmpiricalProblem(Problem):
         return self._grad(x, self.data).mean(axis=0)
 
     def _cvxpy_population(self, var: Any) -> Any:
-        risk = getattr(self.loss, "cvxpy_risk", None)
+        risk = getattr(self.loss_fn, "cvxpy_risk", None)
         if risk is None:
             raise NotImplementedError(
-                f"the loss {type(self.loss).__name__} has no cvxpy_risk(var, X, y) method: the exact optimum needs "
+                f"the loss {type(self.loss_fn).__name__} has no cvxpy_risk(var, X, y) method: the exact optimum needs "
                 "a cvxpy expression of the mean loss"
             )
         return risk(var, np.asarray(self.data.X), None if self.data.y is None else np.asarray(self.data.y))
