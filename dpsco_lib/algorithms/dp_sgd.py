@@ -62,6 +62,7 @@ from dpsco_lib.privacy.accounting.events import DpEvent, SelfComposedEvent, Subs
 from dpsco_lib.privacy.mechanisms import gaussian_epsilon_analytic
 from dpsco_lib.problems.base import Problem, SaddleProblem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.problems.empirical import require_problem
 from dpsco_lib.testing import noise_scale
 
 __all__ = [
@@ -84,11 +85,11 @@ def clip_rows(G: np.ndarray, clip: float) -> np.ndarray:
 
 
 def _check_problem(problem: Any) -> Problem:
-    if isinstance(problem, SaddleProblem) or not isinstance(problem, Problem):
+    if isinstance(problem, SaddleProblem):
         raise ValueError(
             f"problem must be a dpsco_lib.problems.Problem (a minimization problem), got {type(problem).__name__}"
         )
-    return problem
+    return require_problem(problem)
 
 
 def _start(problem: Problem, x0: Any) -> np.ndarray:

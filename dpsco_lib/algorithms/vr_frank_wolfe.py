@@ -82,7 +82,6 @@ from typing import Any
 import numpy as np
 
 from dpsco_lib._validation import (
-    ParameterTypeError,
     check_bool,
     check_delta,
     check_epsilon,
@@ -99,6 +98,7 @@ from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT, Account
 from dpsco_lib.privacy.accounting.budget import check_accountant, parallel_per_step_epsilons
 from dpsco_lib.problems.base import Problem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.problems.empirical import require_problem
 from dpsco_lib.testing import noise_scale
 
 __all__ = [
@@ -409,8 +409,7 @@ class _Setup:
 def _setup(problem: Problem, data: Dataset, epsilon: float, delta: float, rng: Any, depth: int | None,
            batch_size: int | None, step_size: float | None, accountant: str, distance: str, trace: bool,
            noise_multiplier: float) -> _Setup:
-    if not isinstance(problem, Problem):
-        raise ParameterTypeError(f"problem must be a dpsco_lib.problems.Problem, got {type(problem).__name__}")
+    require_problem(problem)  # a Problem, or a TypeError saying how to build one from arrays (from_data)
     check_rng(rng)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)

@@ -1,6 +1,7 @@
 """Loss families with their constants, data generators and exact population optima.
 
-Convex programs (:class:`Problem`): least squares with closed-form population risk (Spec S1), logistic
+Convex programs (:class:`Problem`): any loss on your own records (:func:`from_data`, over the empirical
+distribution), least squares with closed-form population risk (Spec S1), logistic
 regression (population = a large fixed sample), a nonconvex robust regression (Spec N1).
 Saddle point problems (:class:`SaddleProblem`): bilinear, quadratic and softmax games on simplices
 (Spec A1), linear-query release (Spec X1) and group-robust regression (Spec X2).
@@ -21,6 +22,17 @@ from dpsco_lib.problems.applications import (
 from dpsco_lib.problems.base import Problem, SaddleProblem, solve_cvxpy
 from dpsco_lib.problems.best_response import BestResponseProblem, best_response_problem
 from dpsco_lib.problems.dataset import Dataset
+from dpsco_lib.problems.empirical import (
+    LOSSES,
+    EmpiricalProblem,
+    HuberLoss,
+    LogisticLoss,
+    Loss,
+    SquaredLoss,
+    check_loss_constants,
+    from_data,
+    require_problem,
+)
 from dpsco_lib.problems.games import (
     BilinearGame,
     QuadraticGame,
@@ -63,6 +75,15 @@ __all__ = [
     "BlockSampler",
     "DataStream",
     "Dataset",
+    "EmpiricalProblem",
+    "HuberLoss",
+    "LOSSES",
+    "LogisticLoss",
+    "Loss",
+    "SquaredLoss",
+    "check_loss_constants",
+    "from_data",
+    "require_problem",
     "HardLinear",
     "SparseHardLinear",
     "FingerprintLinearLp",

@@ -104,8 +104,12 @@ def solve_cvxpy(prob: Any, what: str) -> None:
 
 
 def _check_data(data: Any, d: int, *, labels: bool, extras: tuple[str, ...] = ()) -> Dataset:
+    if isinstance(data, tuple) and len(data) == 2 and not extras:
+        data = Dataset(data[0], data[1])  # a tuple (X, y) of array-likes is the dataset of its records
     if not isinstance(data, Dataset):
-        raise ValueError(f"data must be a dpsco_lib.problems.Dataset, got {type(data).__name__}")
+        raise ValueError(
+            f"data must be a dpsco_lib.problems.Dataset or a tuple (X, y) of arrays, got {type(data).__name__}"
+        )
     if data.d != d:
         raise ValueError(f"data must have d = {d} feature columns, got {data.d}")
     if labels and data.y is None:
