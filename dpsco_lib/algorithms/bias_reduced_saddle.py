@@ -1087,7 +1087,7 @@ def alg3_needed_n(
     L2: float,
     *,
     target: float,
-    delta_power: float = 1.1,
+    delta_power: float,
     accountant: AccountantLike = DEFAULT_ACCOUNTANT,
     second_moment: float | None = None,
     n_max: int = 10**9,

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from dpsco_book import bias_reduced_boosted_saddle as sc
+from dpsco_book.privacy_rule import DELTA_POWER
 from dpsco_lib.algorithms.bias_reduced_saddle import (
     alg3_needed_n,
     alg3_second_moment_bound,
@@ -55,11 +56,11 @@ def test_level_rule_and_needed_n():
     assert p0.N_max == 0 and p0.second_moment == 1.0 and p0.accountant == "best" and p0.bias_term == 0.0
     pinf = alg3_theory_params(64_000, (10, 10), 1.0, 64_000**-1.1, 1.0, 1.0, math.inf)
     assert pinf.N_max >= 6
-    n_need = alg3_needed_n((10, 10), 1.0, 1.0, 1.0, 0.0, target=0.3, rtol=0.05)
+    n_need = alg3_needed_n((10, 10), 1.0, 1.0, 1.0, 0.0, target=0.3, delta_power=DELTA_POWER, rtol=0.05)
     b = alg3_theory_params(n_need, (10, 10), 1.0, n_need**-1.1, 1.0, 1.0, 0.0).bound
     b_lo = alg3_theory_params(int(n_need / 1.1), (10, 10), 1.0, int(n_need / 1.1) ** -1.1, 1.0, 1.0, 0.0).bound
     assert b <= 0.3 < b_lo
-    assert alg3_needed_n((10, 10), 1.0, 1.0, 1.0, 0.0, target=1e-6, n_max=1000) == 1001
+    assert alg3_needed_n((10, 10), 1.0, 1.0, 1.0, 0.0, target=1e-6, delta_power=DELTA_POWER, n_max=1000) == 1001
 
 
 def test_tasks_return_measured_gaps():
