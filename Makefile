@@ -73,8 +73,8 @@ lock: venv
 PYTEST_NO_TESTS = { code=$$?; [ $$code -eq 5 ] && echo "pytest collected no tests: failing the run"; exit $$code; }
 
 test: venv lint
-	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -m "not book and not slow" tests || $(PYTEST_NO_TESTS)
-	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -m book tests || $(PYTEST_NO_TESTS)
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal --durations=30 -m "not book and not slow" tests || $(PYTEST_NO_TESTS)
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal --durations=10 -m book tests || $(PYTEST_NO_TESTS)
 
 # The seed sweep (slow: about 20 smoke runs of the book). NB='05 06' restricts it; COUNT=20 seeds from 0.
 COUNT ?= 20
