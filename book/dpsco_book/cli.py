@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+from dpsco_book.claims_report import CLAIM_SOURCES, collect_claims, format_claims, format_seed_claims, seed_claims
 from dpsco_lib.experiments.cache import project_root
 from dpsco_lib.experiments.profiles import PROFILES
 
@@ -1267,6 +1268,8 @@ HELP_EPILOG = """examples:
   dpsco reproduce --profile paper --jobs 2    every notebook of _toc.yml, two at a time
   dpsco reproduce 5 --scheduler tcp://127.0.0.1:8786
   dpsco build                                 the HTML book of the pages that ran and passed
+  dpsco claims                                every claim: window, power against its controls, false alarms
+  dpsco seeds 5 --count 20 && dpsco claims --seeds   false alarms of notebook 05's claims over 20 seeds
 
 exit codes: 0 success, 1 a notebook or the build failed (or a page was refused), 2 bad command-line input,
 130 interrupted (Ctrl-C)"""
@@ -1299,6 +1302,14 @@ def _parser() -> argparse.ArgumentParser:
     sds.add_argument("--start", default="0", help="first seed (default: 0)")
     sds.add_argument("--profile", default="smoke", help="smoke, paper or full (default: smoke)")
     sds.add_argument("--jobs", default="2", help="notebook runs at once (default: 2)")
+    clm = sub.add_parser("claims", help="every declared claim: window, power against its controls, false alarms",
+                         description="Print every claim recorded by the executed notebooks: its window, the "
+                         "measurement, its power against the learns-nothing control (a) and the wrong-regime "
+                         "control (b), and its false-alarm probability. --seeds summarizes the runs of "
+                         "dpsco seeds instead (false alarms counted over the seeds). Exit 1 if a claim fails.")
+    clm.add_argument("--from", dest="source", default="executed", choices=sorted(CLAIM_SOURCES),
+                     help="executed: the copies of dpsco reproduce (default); smoke: those of make test")
+    clm.add_argument("--seeds", action="store_true", help="summarize the seed runs of dpsco seeds")
     bld = sub.add_parser("build", help="build the HTML book from the executed notebooks (warnings are errors)",
                          description="Build the HTML book (_build/html) from the executed notebooks that ran with "
                          "a passing verdict. A notebook whose latest run failed, whose copy shows no passing "
@@ -1372,6 +1383,17 @@ def _seeds_command(args: argparse.Namespace, root: Path) -> int:
     return 1 if any(bad.values()) else 0
 
 
+def _claims_command(args: argparse.Namespace, root: Path) -> int:
+    """``dpsco claims``: exit 1 when a recorded claim fails (or, with --seeds, a control passes in some seed)."""
+    if args.seeds:
+        groups = seed_claims(root)
+        print(format_seed_claims(groups))
+        return 1 if not groups or any(not r.get("passed") for rows in groups.values() for r in rows) else 0
+    rows = collect_claims(root / CLAIM_SOURCES[args.source])
+    print(format_claims(rows))
+    return 1 if not rows or any(not r.get("passed") for r in rows) else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     # argparse prints usage + error on bad input; we want one line and exit 2.
@@ -1392,6 +1414,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return build_book(root, require_all=args.require_all)
         if args.command == "seeds":
             return _seeds_command(args, root)
+        if args.command == "claims":
+            return _claims_command(args, root)
         try:
             jobs = int(args.jobs)
         except ValueError:

@@ -1,5 +1,5 @@
 """Experiment machinery: profiles, seeded sweeps (joblib or dask.distributed), an on-disk cache, log-log rate
-fitting with bootstrap intervals, worst-case curves and verdicts."""
+fitting with bootstrap intervals, worst-case curves, declared claims with negative controls, and verdicts."""
 
 from dpsco_lib.experiments.analysis import (
     Check,
@@ -9,10 +9,15 @@ from dpsco_lib.experiments.analysis import (
     summarize,
     worst_case_curve,
 )
+from dpsco_lib.experiments.claims import BoundClaim, ClaimOutcome, RateClaim, required_power
 from dpsco_lib.experiments.profiles import PROFILES, Profile, get_profile
 from dpsco_lib.experiments.sweep import expand_grid, run_sweep, task_rng
 
 __all__ = [
+    "BoundClaim",
+    "ClaimOutcome",
+    "RateClaim",
+    "required_power",
     "Check",
     "PROFILES",
     "Profile",

@@ -221,6 +221,7 @@ class Check:
     passed: bool
     measured: str = ""
     predicted: str = ""
+    controls: str = ""
 
 
 @dataclass
@@ -235,6 +236,7 @@ class Verdict:
 
     notebook: str
     rows: list[Check] = field(default_factory=list)
+    outcomes: list[Any] = field(default_factory=list)
 
     @property
     def checks(self) -> list[tuple[str, bool, str]]:
@@ -246,6 +248,24 @@ class Verdict:
         passed = bool(passed)
         self.rows.append(Check(str(name), passed, str(detail), str(predicted)))
         return passed
+
+    def claim(self, outcome: Any) -> bool:
+        """Record a declared claim's outcome (:class:`~dpsco_lib.experiments.claims.ClaimOutcome`): the row shows
+        its window, its measurement and its power against each negative control; it passes iff the records meet
+        the prediction and every control is rejected with the required power."""
+        def fmt(p: float | None) -> str:
+            return "n/a" if p is None else f"{p:.2f}"
+
+        self.outcomes.append(outcome)
+        controls = (f"learns nothing {fmt(outcome.power_trivial)}, wrong regime {fmt(outcome.power_regime)} "
+                    f"(need >= {outcome.required:g}); false alarm {outcome.false_alarm:.2f}")
+        self.rows.append(Check(f"{outcome.claim_id}: {outcome.statement}", bool(outcome.passed), outcome.measured,
+                               outcome.window, controls))
+        return bool(outcome.passed)
+
+    def claim_rows(self) -> list[dict[str, Any]]:
+        """The claims of this verdict as table rows (CSV-ready), with the notebook's name."""
+        return [{"notebook": self.notebook, **o.row()} for o in self.outcomes]
 
     def check_slope(self, name: str, fit: SlopeFit, expected: float, tol: float) -> bool:
         """Two-sided exponent check; the same as :meth:`check_exponent` (an alias)."""
@@ -304,6 +324,7 @@ class Verdict:
         return "\n".join(
             f"  [{'PASS' if c.passed else 'FAIL'}] {c.name.ljust(width)}  {c.measured}"
             + (f"  | predicted {c.predicted}" if c.predicted else "")
+            + (f"  | power: {c.controls}" if c.controls else "")
             for c in self.rows
         )
 
@@ -331,7 +352,9 @@ class Verdict:
             rows.append(
                 f'<tr class="dpsco-verdict-{word}" style="background:{bg};">'
                 f'<td style="{cell}">{escape(c.name)}</td><td style="{mono}">{escape(c.measured)}</td>'
-                f'<td style="{mono}">{escape(c.predicted)}</td>'
+                f'<td style="{mono}">{escape(c.predicted)}'
+                + (f'<br><span style="font-size:0.9em;">power: {escape(c.controls)}</span>' if c.controls else "")
+                + "</td>"
                 f'<td style="{cell}color:{fg};font-weight:bold;">{word.upper()}</td></tr>'
             )
         ok = all(c.passed for c in self.rows)
@@ -363,7 +386,7 @@ class Verdict:
         from IPython.display import display
 
         meta = {"dpsco": {"verdict": "PASS" if all(c.passed for c in self.rows) else "FAIL",
-                          "summary": self.summary()}}
+                          "summary": self.summary(), "claims": self.claim_rows()}}
         display({"text/html": self.table_html(), "text/plain": self.table_text()}, raw=True, metadata=meta)
 
     def finish(self) -> None:
