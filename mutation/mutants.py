@@ -34,6 +34,7 @@ CATEGORIES = (
     "relation",
     "audit",
     "geometry",
+    "learns nothing",
 )
 
 
@@ -965,7 +966,48 @@ _RED_TEAM: tuple[Mutant, ...] = (
            (_T_GEO,)),
 )
 
-MUTANTS: tuple[Mutant, ...] = _MECHANISMS + _ACCOUNTING + _AUDITS + _GEOMETRY + _ALGORITHMS + _RED_TEAM
+# ---------------------------------------------------------------------------------------------------------------
+# Utility bugs the notebooks' claims must catch on their own (no unit test listed): an algorithm that returns its
+# start point, that drops its variance reduction, or that runs with four times its noise. Each is private (the
+# certificate stays true) and wrong only in value, so only a rate or learning claim can see it.
+# ---------------------------------------------------------------------------------------------------------------
+_CENTER = "np.asarray(problem.feasible_set.center(), dtype=np.float64)"
+_UTILITY: tuple[Mutant, ...] = (
+    _alg("util-polysfw-start-point", "poly_sfw.py",
+         "    return Result(x=x, trace=tr, params=params, ledger=ledger, info=info)",
+         f"    return Result(x={_CENTER}, trace=tr, params=params, ledger=ledger, info=info)",
+         "learns nothing", "Poly-SFW returns its start point (the centre of the polytope) instead of x_{T+1}",
+         (), ("05",)),
+    _alg("util-treefw-start-point", "vr_frank_wolfe.py",
+         '    return Result(x=out["x"], trace=tr,', f"    return Result(x={_CENTER}, trace=tr,",
+         "learns nothing", "tree Frank-Wolfe returns its start point instead of its last iterate", (), ("05",)),
+    _alg("util-noisysgd-start-point", "noisy_sgd.py",
+         "return Result(x=x_sum / T, trace=tr,",
+         "return Result(x=np.asarray(fset.center(), dtype=np.float64), trace=tr,",
+         "learns nothing", "noisy SGD returns its start point instead of the iterate average", (), ("05",)),
+    _alg("util-ggvr-start-point", "gg_vr_sfw.py",
+         "    return Result(x=x, trace=tr, params=params, ledger=ledger, info=info)",
+         f"    return Result(x={_CENTER}, trace=tr, params=params, ledger=ledger, info=info)",
+         "learns nothing", "GG-VR-SFW returns its start point instead of its last iterate", (), ("06",)),
+    _alg("util-alg1-start-point", "private_smd_saddle.py",
+         "    return Result(x=x[0], y=y[0], trace=draws,",
+         "    return Result(x=np.full_like(x[0], 1.0 / x[0].size), y=np.full_like(y[0], 1.0 / y[0].size), trace=draws,",
+         "learns nothing", "Algorithm 1 returns its start point (the uniform pair) instead of the averaged iterates",
+         (), ("09",)),
+    _alg("util-alg5-start-point", "anytime_smd.py",
+         "    return Result(x=xs[0], trace=tr,", "    return Result(x=np.full_like(xs[0], 1.0 / xs[0].size), trace=tr,",
+         "learns nothing", "Algorithm 5 returns its start point (uniform weights) instead of its anytime average",
+         (), ("12",)),
+    _alg("util-noisysgd-4x-noise", "noisy_sgd.py",
+         "    sigma, eta = params.sigma * noise_mult, params.step_size",
+         "    sigma, eta = 4.0 * params.sigma * noise_mult, params.step_size",
+         "noise scale", "noisy SGD draws four times its calibrated noise (private, and wrong in value)", (), ("05",)),
+    _alg("util-polysfw-4x-noise", "poly_sfw.py",
+         "    scales = (2.0 / params.eps0) * noise_mult * sens", "    scales = (8.0 / params.eps0) * noise_mult * sens",
+         "noise scale", "Poly-SFW's report-noisy-min with four times its Laplace scale", (), ("05",)),
+)
+
+MUTANTS: tuple[Mutant, ...] = _MECHANISMS + _ACCOUNTING + _AUDITS + _GEOMETRY + _ALGORITHMS + _RED_TEAM + _UTILITY
 
 
 def get_mutant(mutant_id: str) -> Mutant:
