@@ -765,9 +765,10 @@ _RED_TEAM: tuple[Mutant, ...] = (
            "relation", "pure add/remove -> replace-one conversion without the group-of-two factor 2",
            (_T_ACC,)),
     Mutant("acc-export-replace-factor", _ACC + "events.py",
-           "de.GaussianDpEvent(event.noise_multiplier * (2.0 if replace else 1.0))",
-           "de.GaussianDpEvent(event.noise_multiplier)",
-           "relation", "dp-accounting export of a replace-one Gaussian without the factor 2 of its multiplier",
+           "        return de.GaussianDpEvent(event.noise_multiplier)\n",
+           "        return de.GaussianDpEvent(2.0 * event.noise_multiplier)\n",
+           "relation", "dp-accounting export of a Gaussian with its multiplier doubled (the replace-one to add/remove "
+           "conversion applied the wrong way): the exported curve is below the certified one",
            (_T_ACC,)),
     Mutant("acc-rdp-conversion-classic-alpha", _ACC + "rdp.py",
            "eps = r + np.log1p(-1 / a) - (math.log(delta) + np.log(a)) / (a - 1)",
