@@ -19,6 +19,7 @@ Reference: Ghazi et al. (2024), "DP optimization with sparse gradients".
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -154,12 +155,29 @@ def z2_instance(d: int, n: int, *, lam: float, k0: int, s: int = 4, scale: float
     return prob, prob.sample(n, np.random.default_rng(data_seed))
 
 
+_Z2_OPTIMA: dict[tuple[str, float, int, int], float] = {}
+
+
 def z2_optimum(prob: Any, data: Any, k0: int, iters: int = 4000) -> float:
     """Exact min of the empirical logistic risk over the l1 ball: the features vanish off the first k0
     coordinates, so it is the k0-dimensional problem (projected gradient with step 1/H, H = 1/4, run to
-    stationarity; the returned value is within 1e-9 of the optimum on the notebook's instances)."""
+    stationarity; the returned value is within 1e-9 of the optimum on the notebook's instances).
+
+    The value depends on ``d`` only through the data: :func:`z2_instance` draws the same first ``k0`` feature
+    columns and labels for every ``d`` at one data seed, so each distinct (data, radius) pair is solved once
+    per process (keyed by a hash of its bytes) and reused.
+    """
     X, y = np.asarray(data.X)[:, :k0], np.asarray(data.y)
     R = float(prob.feasible_set.radius)
+    key = (hashlib.sha256(np.ascontiguousarray(X).tobytes() + y.tobytes()).hexdigest(), R, int(k0), int(iters))
+    if key not in _Z2_OPTIMA:
+        _Z2_OPTIMA[key] = _z2_solve(X, y, R, iters)
+    return _Z2_OPTIMA[key]
+
+
+def _z2_solve(X: np.ndarray, y: np.ndarray, R: float, iters: int) -> float:
+    """Projected gradient for :func:`z2_optimum` on the active columns ``X``."""
+    k0 = X.shape[1]
     x = np.zeros(k0)
     for _ in range(iters):
         g = -(X * (y / (1.0 + np.exp(y * (X @ x))))[:, None]).mean(axis=0)

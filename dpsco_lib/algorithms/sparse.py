@@ -23,6 +23,7 @@ The library works in the idealized real-arithmetic model with float64 noise and 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -544,14 +545,21 @@ def bias_reduced_second_moment(n: int, d: int, *, sparsity: int, norm_bound: flo
     decomposition over the level :math:`N`:
     :math:`\mathbb E\|G\|^2 = \sum_k p_k\,\mathbb E\|D_k/p_k + \hat G_i\|^2`, each term estimated with
     ``draws`` bounded draws (:math:`\|D_k/p_k + \hat G_i\|_2 \le 3L\sqrt s/p_k`), from a fixed ``seed``: a
-    deterministic function of public quantities, it costs no privacy."""
+    deterministic function of public quantities, it costs no privacy (so it is computed once per argument tuple
+    and cached)."""
     n = check_int(n, "n", lo=2)
     d = check_int(d, "d", lo=1)
     s = check_int(sparsity, "sparsity", lo=1)
     L = check_positive(norm_bound, "norm_bound")
     eps0 = check_epsilon(eps0, "eps0")
     M = check_int(draws, "draws", lo=2)
-    rng = np.random.default_rng(check_int(seed, "seed", lo=0))
+    return _second_moment(n, d, s, L, eps0, M, check_int(seed, "seed", lo=0))
+
+
+@lru_cache(maxsize=64)
+def _second_moment(n: int, d: int, s: int, L: float, eps0: float, M: int, seed: int) -> float:
+    """:func:`bias_reduced_second_moment` on validated arguments (cached: a deterministic function of them)."""
+    rng = np.random.default_rng(seed)
     v = np.zeros(d)
     v[0] = L
     r = L * math.sqrt(s)

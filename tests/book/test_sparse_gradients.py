@@ -91,3 +91,17 @@ def test_z3_task_stays_within_budget_and_rows_summarize():
     assert row["n"] == 256
     med = float(np.median([r["excess"] for r in recs]))
     assert row["median excess / trivial"] == round(med / recs[0]["trivial"], 3)
+
+
+def test_z2_optimum_same_for_every_d_and_is_a_minimum():
+    # z2_instance draws the same active columns and labels for every d, so the optimum is shared (and reused)
+    (p1, s1), (p2, s2) = (sc.z2_instance(d, 300, lam=0.05, k0=6, data_seed=3) for d in (8, 40))
+    f1 = sc.z2_optimum(p1, s1, 6, iters=300)
+    assert sc.z2_optimum(p2, s2, 6, iters=300) == f1
+    X, y = np.asarray(s1.X)[:, :6], np.asarray(s1.y)
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # feasible points near the origin never do better than the returned minimum
+        x = rng.normal(size=6) * 0.5
+        assert float(np.mean(np.logaddexp(0.0, -y * (X @ x)))) >= f1 - 1e-9
+    other = sc.z2_instance(8, 300, lam=0.05, k0=6, data_seed=4)
+    assert sc.z2_optimum(*other, 6, iters=300) != f1

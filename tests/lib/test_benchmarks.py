@@ -71,6 +71,16 @@ def test_tiny_run_has_schema_and_every_case(bench, tiny):
     assert all(f["seconds"] > 0 and f["data_mb"] > 0 for f in tiny["floors"])
 
 
+def test_frozen_heap_is_released_even_on_error(bench):
+    import gc
+
+    before = gc.get_freeze_count()
+    with pytest.raises(RuntimeError), bench._frozen_heap():
+        assert gc.get_freeze_count() >= before
+        raise RuntimeError("boom")
+    assert gc.get_freeze_count() == 0
+
+
 def test_tiny_run_accountant_cvxpy_book(tiny):
     acc = {r["query"]: r for r in tiny["accountant"]}
     assert set(acc) == {"gaussian_composition_1e5_steps", "subsampled_gaussian_rdp_1e4_steps"}
