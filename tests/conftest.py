@@ -24,8 +24,18 @@ os.environ.pop("DPSCO_PROFILE", None)
 SLOWEST_NOTEBOOKS_FIRST = ("16_", "03_", "19_", "06_", "17_", "13_", "05_", "14_", "18_", "12_", "09_", "10_")
 
 
+# In the book phase (`-m book`) the tests that run Sphinx builds of their own (tests/book/test_cli.py) go first: the
+# worker that takes them runs them while the other builds the shared smoke book (`built_html`), instead of waiting
+# for that build and running them after it.
+OWN_BUILDS_FIRST = ("test_partial_build_of_two_notebooks_that_reference_pages_left_out",
+                    "test_build_refuses_a_failed_notebook")
+
+
 def _schedule_rank(item: pytest.Item) -> tuple[int, int]:
-    if getattr(item, "originalname", "") != "test_notebook_smoke":
+    name = getattr(item, "originalname", "")
+    if name in OWN_BUILDS_FIRST:
+        return (0, -len(OWN_BUILDS_FIRST) + OWN_BUILDS_FIRST.index(name))
+    if name != "test_notebook_smoke":
         return (1, 0)
     stem = item.callspec.params["notebook"].stem
     ranks = [i for i, prefix in enumerate(SLOWEST_NOTEBOOKS_FIRST) if stem.startswith(prefix)]
@@ -33,7 +43,7 @@ def _schedule_rank(item: pytest.Item) -> tuple[int, int]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Smoke notebooks first, the slowest first (a stable sort: every other test keeps its order)."""
+    """Own Sphinx builds, then smoke notebooks, the slowest first (a stable sort: every other test keeps its order)."""
     items.sort(key=_schedule_rank)
 
 

@@ -995,7 +995,18 @@ def ensure_mathjax(root: Path) -> Path | None:
     The HTML then renders math without any CDN, so the book works offline and in the browser test.
     Returns the es5 directory, or ``None`` (the book falls back to the CDN) when npm is unavailable.
     """
+    import fcntl
+
     base = root / ".dpsco_cache" / f"mathjax-{MATHJAX_VERSION}"
+    base.mkdir(parents=True, exist_ok=True)
+    # Two builds at once (the test workers: the smoke book and a partial build) fetch and unpack it once.
+    with open(base.with_name(base.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _fetch_mathjax(base)
+
+
+def _fetch_mathjax(base: Path) -> Path | None:
+    """The es5 directory of MathJax under ``base``, unpacked from ``npm pack`` unless it is there already."""
     es5 = base / "package" / "es5"
     if (es5 / "tex-chtml.js").is_file():
         return es5
@@ -1003,7 +1014,6 @@ def ensure_mathjax(root: Path) -> Path | None:
     if npm is None:
         print("dpsco: npm not found; the book loads MathJax from its CDN", file=sys.stderr)
         return None
-    base.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
         [npm, "pack", f"mathjax@{MATHJAX_VERSION}", "--silent", "--pack-destination", str(base)],
         capture_output=True,

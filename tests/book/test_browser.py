@@ -93,8 +93,8 @@ def site(browser, built_html: Path) -> Iterator[str]:
 class PageVisit:
     """A browser tab that records console errors, failed requests and requests leaving the site."""
 
-    def __init__(self, browser: Any, site: str) -> None:
-        self.context = browser.new_context()
+    def __init__(self, browser: Any, site: str, viewport: dict[str, int] | None = None) -> None:
+        self.context = browser.new_context(**({"viewport": viewport} if viewport else {}))
         self.page = self.context.new_page()
         self.page.set_default_timeout(TIMEOUT_MS)
         self.errors: list[str] = []
@@ -170,41 +170,6 @@ BROKEN_IMAGES = """async () => {
 RAW_INLINE_MATH = re.compile(r"\$[^$\s][^$]{0,200}?\$")
 
 
-@pytest.mark.parametrize("docname", toc_docnames(ROOT))
-def test_page_renders_in_browser(visit, site, docname):
-    page = visit.page
-    response = page.goto(site + docname + ".html", wait_until="load")
-    assert response is not None and response.ok, f"{docname}: HTTP {response.status if response else 'none'}"
-
-    has_math = page.evaluate("() => document.querySelectorAll('span.math, div.math').length > 0")
-    if has_math:
-        loads_mathjax = page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')")
-        assert loads_mathjax, f"{docname}: the page has math (maybe only in the sidebar) but does not load MathJax"
-        page.wait_for_function(WAIT_FOR_MATHJAX)
-        page.evaluate("() => MathJax.startup.promise.then(() => true)")
-    math = page.evaluate(MATH_REPORT)
-    if docname.startswith("notebooks/") or docname == "book/intro":
-        assert math["math"] > 0, f"{docname}: no math on the page (expected theorem statements)"
-    if math["math"]:
-        assert math["rendered"] > 0, f"{docname}: MathJax rendered nothing ({math['math']} math elements)"
-    assert not math["untypeset"], f"{docname}: math left as TeX: {math['untypeset'][:5]}"
-    assert not math["errors"], f"{docname}: MathJax errors: {math['errors'][:5]}"
-
-    prose = page.evaluate(VISIBLE_PROSE)
-    assert "$$" not in prose, f"{docname}: raw $$ in the text"
-    raw = RAW_INLINE_MATH.findall(prose)
-    assert not raw, f"{docname}: unparsed dollar math in the text: {raw[:5]}"
-    assert "??" not in prose, f"{docname}: an unresolved reference or citation ('??') in the text"
-
-    images = page.evaluate(BROKEN_IMAGES)
-    assert not images["broken"], f"{docname}: images that did not load: {images['broken']}"
-    if docname.startswith("notebooks/"):
-        assert images["count"] > 0, f"{docname}: no figure on a notebook page"
-
-    assert not visit.external, f"{docname}: requests outside the book (it must work offline): {visit.external[:5]}"
-    assert not visit.errors, f"{docname}: " + "; ".join(visit.errors[:5])
-
-
 NOTEBOOK_PAGE_REPORT = """() => {
   const se = document.scrollingElement;
   const verdicts = [...document.querySelectorAll('table.dpsco-verdict')];
@@ -258,56 +223,101 @@ FITS_REPORT = """() => {
 }"""
 
 
-def _open_at_1280px(browser: Any, site: str, docname: str) -> tuple[Any, Any]:
-    """A 1280 x 900 tab on ``docname`` with its math typeset; returns (context, page)."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site) else route.abort())
-    page.goto(site + docname + ".html", wait_until="load")
-    if page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
-        page.wait_for_function(WAIT_FOR_MATHJAX)
-        page.evaluate("() => MathJax.startup.promise.then(() => true)")
-    return context, page
+VIEWPORT_1280 = {"width": 1280, "height": 900}
+
+
+def _layout_problems(page: Any, docname: str) -> list[str]:
+    """At 1280 px no page scrolls sideways, and nothing in the text column is wider than the column unless it sits
+    in a box that scrolls on its own: display equations (theorem boxes too), tables, code and outputs.
+    A notebook page also shows its verdict table with every check passing, no parameter cell, real alt text on
+    every figure, the provenance box and a link to the repository."""
+    problems = []
+    r = page.evaluate(FITS_REPORT)
+    if r["scrollWidth"] > r["innerWidth"]:
+        problems.append(f"the page scrolls sideways ({r['scrollWidth']} > {r['innerWidth']} px): {r['wide'][:4]}")
+    if r["wide"]:
+        problems.append(f"wider than the {r['columnWidth']} px text column: " + "; ".join(r["wide"]))
+    if not docname.startswith("notebooks/"):
+        return problems
+    r = page.evaluate(NOTEBOOK_PAGE_REPORT)
+    if r["scrollWidth"] > r["clientWidth"]:
+        problems.append(f"the page scrolls sideways ({r['scrollWidth']} > {r['clientWidth']} px)")
+    if not (r["verdicts"] >= 1 and r["verdictRows"] >= 1):
+        problems.append("no verdict table")
+    if r["failedRows"]:
+        problems.append(f"{r['failedRows']} failed check(s) in the verdict table")
+    if r["verdictOverflow"]:
+        problems.append("the verdict table is wider than its column")
+    if r["parameterCells"]:
+        problems.append("a parameter cell is visible")
+    figures = [f for f in r["figures"] if "logo" not in f["alt"].lower()]
+    if not figures:
+        problems.append("no figure")
+    for fig in figures:
+        alt = fig["alt"].strip()
+        if not (alt and alt != fig["src"] and not re.search(r"\.(png|svg|jpe?g)$", alt) and "/" not in alt.split()[0]):
+            problems.append(f"figure {fig['src']} has no real alt text ({alt!r})")
+    if r["provenance"] != 1:
+        problems.append("no 'How this page was produced' box")
+    if not r["repository"]:
+        problems.append("no link to the repository")
+    return problems
+
+
+def _render_problems(page: Any, docname: str) -> list[str]:
+    """All math typeset by MathJax without error, no raw TeX or '??' in the text, every image loaded."""
+    problems = []
+    math = page.evaluate(MATH_REPORT)
+    if (docname.startswith("notebooks/") or docname == "book/intro") and not math["math"]:
+        problems.append("no math on the page (expected theorem statements)")
+    if math["math"] and not math["rendered"]:
+        problems.append(f"MathJax rendered nothing ({math['math']} math elements)")
+    if math["untypeset"]:
+        problems.append(f"math left as TeX: {math['untypeset'][:5]}")
+    if math["errors"]:
+        problems.append(f"MathJax errors: {math['errors'][:5]}")
+    prose = page.evaluate(VISIBLE_PROSE)
+    if "$$" in prose:
+        problems.append("raw $$ in the text")
+    raw = RAW_INLINE_MATH.findall(prose)
+    if raw:
+        problems.append(f"unparsed dollar math in the text: {raw[:5]}")
+    if "??" in prose:
+        problems.append("an unresolved reference or citation ('??') in the text")
+    images = page.evaluate(BROKEN_IMAGES)
+    if images["broken"]:
+        problems.append(f"images that did not load: {images['broken']}")
+    if docname.startswith("notebooks/") and not images["count"]:
+        problems.append("no figure on a notebook page")
+    return problems
 
 
 @pytest.mark.parametrize("docname", toc_docnames(ROOT))
-def test_page_fits_1280px(browser, site, docname):
-    """At 1280 px no page scrolls sideways, and nothing in the text column is wider than the column unless it sits
-    in a box that scrolls on its own: display equations (theorem boxes too), tables, code and outputs."""
-    context, page = _open_at_1280px(browser, site, docname)
+def test_page_in_browser(browser, site, docname):
+    """One load of the page at 1280 x 900 px checks everything a reader sees: its layout (measured once the math is
+    typeset, before any lazy image is forced to load), then its math, text and images, and no console error,
+    failed request or request leaving the book over the whole visit. Every problem of the page is reported."""
+    visit = PageVisit(browser, site, viewport=VIEWPORT_1280)
     try:
-        r = page.evaluate(FITS_REPORT)
+        page = visit.page
+        response = page.goto(site + docname + ".html", wait_until="load")
+        assert response is not None and response.ok, f"{docname}: HTTP {response.status if response else 'none'}"
+        has_math = page.evaluate("() => document.querySelectorAll('span.math, div.math').length > 0")
+        loads_mathjax = page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')")
+        problems = []
+        if has_math and not loads_mathjax:
+            problems.append("the page has math (maybe only in the sidebar) but does not load MathJax")
+        if loads_mathjax:
+            page.wait_for_function(WAIT_FOR_MATHJAX)
+            page.evaluate("() => MathJax.startup.promise.then(() => true)")
+        problems += _layout_problems(page, docname)
+        problems += _render_problems(page, docname)
+        if visit.external:
+            problems.append(f"requests outside the book (it must work offline): {visit.external[:5]}")
+        problems += visit.errors[:5]
     finally:
-        context.close()
-    assert r["scrollWidth"] <= r["innerWidth"], (
-        f"{docname}: the page scrolls sideways ({r['scrollWidth']} > {r['innerWidth']} px): {r['wide'][:4]}")
-    assert not r["wide"], f"{docname}: wider than the {r['columnWidth']} px text column: " + "; ".join(r["wide"])
-
-
-@pytest.mark.parametrize("docname", [d for d in toc_docnames(ROOT) if d.startswith("notebooks/")])
-def test_notebook_page_reads_well_at_1280px(browser, site, docname):
-    """At 1280 px: no sideways scrolling, the verdict table with every check passing, no parameter cell,
-    real alt text on every figure, the provenance box and a link to the repository."""
-    context, page = _open_at_1280px(browser, site, docname)
-    try:
-        r = page.evaluate(NOTEBOOK_PAGE_REPORT)
-    finally:
-        context.close()
-    wide = f"{r['scrollWidth']} > {r['clientWidth']}"
-    assert r["scrollWidth"] <= r["clientWidth"], f"{docname}: the page scrolls sideways ({wide} px)"
-    assert r["verdicts"] >= 1 and r["verdictRows"] >= 1, f"{docname}: no verdict table"
-    assert r["failedRows"] == 0, f"{docname}: {r['failedRows']} failed check(s) in the verdict table"
-    assert r["verdictOverflow"] == 0, f"{docname}: the verdict table is wider than its column"
-    assert r["parameterCells"] == 0, f"{docname}: a parameter cell is visible"
-    figures = [f for f in r["figures"] if "logo" not in f["alt"].lower()]
-    assert figures, f"{docname}: no figure"
-    for fig in figures:
-        alt = fig["alt"].strip()
-        assert alt and alt != fig["src"] and not re.search(r"\.(png|svg|jpe?g)$", alt) and "/" not in alt.split()[0], (
-            f"{docname}: figure {fig['src']} has no real alt text ({alt!r})")
-    assert r["provenance"] == 1, f"{docname}: no 'How this page was produced' box"
-    assert r["repository"] >= 1, f"{docname}: no link to the repository"
+        visit.close()
+    assert not problems, f"{docname}: " + "; ".join(problems)
 
 
 def test_citations_link_to_the_bibliography(visit, site):

@@ -42,7 +42,7 @@ def bench():
 
 @pytest.fixture(scope="module")
 def tiny(bench):
-    return bench.run_benchmarks(sizes=((600, 8),), repeats=1, cvxpy_dims=(4,), seed=3, log=lambda *a: None)
+    return bench.run_benchmarks(sizes=((300, 6),), repeats=1, cvxpy_dims=(4,), seed=3, log=lambda *a: None)
 
 
 def test_tiny_run_has_schema_and_every_case(bench, tiny):
@@ -54,7 +54,7 @@ def test_tiny_run_has_schema_and_every_case(bench, tiny):
 
     assert sorted(names) == sorted(c.name for c in bench_cases.ALGORITHMS)
     for row in tiny["algorithms"]:
-        assert (row["n"], row["d"]) == (600, 8)
+        assert (row["n"], row["d"]) == (300, 6)
         if row["name"] in CORE:
             assert row["status"] == "ok", row
             assert row["ratio"] == pytest.approx(row["seconds"] / row["floor_seconds"])
@@ -370,7 +370,7 @@ def test_report_measures_live_without_a_results_file(tmp_path):
     from dpsco_lib.experiments import Verdict
 
     rp = _load("dpsco_bench_report", "report.py")
-    res, source = rp.load_results(tmp_path / "absent.json", live_sizes=((600, 8),), live_poly_sfw=(800, 1000),
+    res, source = rp.load_results(tmp_path / "absent.json", live_sizes=((300, 6),), live_poly_sfw=(800, 1000),
                                   seed=1, cvxpy_dims=(4,))
     rp.bench.validate_results(res)
     assert "measured live" in source and "Poly-SFW at 8e+02x1e+03" in source

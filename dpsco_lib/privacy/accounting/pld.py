@@ -183,7 +183,14 @@ def pld_epsilon(events: Sequence[Any], delta: float, interval: float) -> float:
     Returns eps_PLD(delta') with delta' = (delta - err) / (1 + 2 N u), where ``err`` bounds the floating-point
     error of the composed PMFs (module docstring) and N is their length; ``inf`` when ``err > delta / 2`` (the
     PLD's rounding noise is then of the order of delta itself and cannot certify).
+    The answer is a deterministic function of its arguments and is memoized: a ledger certified again (a
+    fixed-point search over delta, an estimator refitted on data of the same size) costs nothing the second time.
     """
+    return _pld_epsilon_memo(tuple(events), delta, interval)
+
+
+@lru_cache(maxsize=4096)
+def _pld_epsilon_memo(events: tuple[Any, ...], delta: float, interval: float) -> float:
     from dpsco_lib.privacy.accounting.events import ComposedEvent
 
     if not events:

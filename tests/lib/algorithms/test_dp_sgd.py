@@ -234,7 +234,7 @@ def test_canary_mu_gdp_audit_and_broken_variant():
 def test_subsampled_step_audit_catches_halved_noise_and_doubled_sampling_rate():
     """One Poisson-subsampled DP-SGD step (q = 1/2, clip 1, add/remove): D = 4 zero records, D' = D + a canary of
     gradient norm 1, so the release is N(0, sigma^2) against (1/2) N(0, sigma^2) + (1/2) N(1, sigma^2). A threshold
-    audit (event {x > 1.5}, 20000 runs per world, Clopper-Pearson, false-alarm probability 1e-3 per audit) at
+    audit (event {x > 1.5}, 6000 runs per world, Clopper-Pearson, false-alarm probability 1e-3 per audit) at
     delta = 0.05 stays below the run's certificate there; the audit catches a step whose noise is half the
     calibrated one, and a step that samples at rate 1 while its ledger (and noise) certify q = 1/2."""
     from dpsco_lib.privacy.audit import epsilon_lower_bound
@@ -259,7 +259,7 @@ def test_subsampled_step_audit_catches_halved_noise_and_doubled_sampling_rate():
         return run
 
     def audit(rate, factor, s):
-        return epsilon_lower_bound(mech(rate, factor), Dp, D, np.asarray, 1.5, 20_000, 1e-3,
+        return epsilon_lower_bound(mech(rate, factor), Dp, D, np.asarray, 1.5, 6_000, 1e-3,
                                    np.random.default_rng(s), delta=delta_audit, claimed_epsilon=claim)
 
     ok = audit(q, 1.0, 1)
