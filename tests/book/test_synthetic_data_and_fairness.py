@@ -74,18 +74,52 @@ def test_family_is_exported() -> None:
     assert QUERY_RELEASE_FAMILY[0] == "breast-cancer" and len(QUERY_RELEASE_FAMILY) == 4
 
 
-def test_verdict_rows_and_certificate_ratio() -> None:
-    from dpsco_lib.experiments import SlopeFit, Verdict
+def _x1_records(slope_n: float, slope_e: float, *, seed: int = 0) -> tuple[list[dict], list[dict]]:
+    """X1-shaped records: error c n^slope_n (at eps = 1) and c' eps^slope_e (at n = 4000) on two instances, 3%
+    multiplicative replicate noise, the uniform release's error 0.4 as the trivial output."""
+    rng = np.random.default_rng(seed)
 
-    rec_n = [{"n": n, "epsilon": 1.0, "instance": f, "err_alg1": 0.5 / math.sqrt(n), "err_mwem_best": 1 / n ** (1 / 3),
-              "trivial": 0.4, "same_relation": True, "cert_mwem_basic": 1.0, "cert_alg1": 0.99,
-              "cert_mwem_best": 1.0} for n in (1000, 4000) for f in ("a", "b")]
-    fit = SlopeFit(-0.5, 0.0, -0.55, -0.45, 0.99, 2, 100, "median")
+    def rec(n: int, eps: float, f: str, err: float) -> dict:
+        return {"n": n, "epsilon": eps, "instance": f, "err_alg1": err * (1 + 0.03 * rng.standard_normal()),
+                "err_mwem_best": 2 / n ** (1 / 3), "trivial": 0.4, "same_relation": True, "cert_mwem_basic": eps,
+                "cert_alg1": 0.99, "cert_mwem_best": 1.0}
+
+    rec_n = [rec(n, 1.0, f, c * (n / 1000) ** slope_n * 0.05) for n in (1000, 4000, 16000) for f, c in
+             (("a", 1.0), ("b", 0.8)) for _ in range(5)]
+    rec_e = [rec(4000, e, f, c * e**slope_e * 0.03) for e in (0.25, 0.5, 1.0, 2.0) for f, c in
+             (("a", 1.0), ("b", 0.8)) for _ in range(5)]
+    return rec_n, rec_e
+
+
+@pytest.mark.parametrize(("slope_n", "slope_e", "passes"), [(-0.48, -0.5, True), (-0.4, -0.5, False),
+                                                            (-0.48, -1 / 3, False), (-0.6, -0.5, False)])
+def test_x1_claims_pass_on_the_theorem_and_fail_on_neighbouring_regimes(slope_n: float, slope_e: float,
+                                                                       passes: bool) -> None:
+    from dpsco_lib.experiments import Verdict
+
+    rec_n, rec_e = _x1_records(slope_n, slope_e)
+    claims = ac.x1_claims([1000, 4000, 16000])
+    outcomes = ac.x1_claim_outcomes(claims, rec_n, rec_e, rng=np.random.default_rng(1), required=0.8, n_boot=300)
     v = Verdict("t")
-    ac.x1_verdict_checks(v, rec_n, rec_n, {("n", "err_alg1"): fit, ("epsilon", "err_alg1"): fit}, -0.48)
+    ac.x1_verdict_checks(v, rec_n, outcomes)
+    assert all(c.passed for c in v.rows) is passes
+    assert all(o.power_trivial == 1.0 for o in outcomes.values())
+
+
+def test_x1_claim_windows_stay_within_half_the_gap() -> None:
+    claims = ac.x1_claims([1000, 4000, 16000])
+    assert claims["n"].tolerance <= claims["n"].gap / 2 and claims["n"].neighbour == ac.X1_NEIGHBOUR
+    assert claims["eps"].tolerance <= claims["eps"].gap / 2
+
+
+def test_x2_verdict_rows_and_certificate_ratio() -> None:
+    from dpsco_lib.experiments import Verdict
+
+    rec_n, _ = _x1_records(-0.48, -0.5)
+    v = Verdict("t")
     rec2 = [{"n": 10, "epsilon": 1.0, "excess_robust": 0.01, "bound": 1.0, "cert_robust": 0.5}]
     ac.x2_verdict_checks(v, rec2, {"trivial_excess": 0.1, "pooled_excess": 0.05})
-    assert [c.passed for c in v.rows] == [True] * 8
+    assert [c.passed for c in v.rows] == [True] * 3
     assert ac.certificate_ratio(rec_n, [], rec2) == pytest.approx(1.0)
     v2 = Verdict("t")
     ac.x2_verdict_checks(v2, [dict(rec2[0], excess_robust=0.07)], {"trivial_excess": 0.1, "pooled_excess": 0.05})
@@ -168,11 +202,12 @@ def test_x2_hard_exponent_check_fails_on_wrong_curves(slope: float, passes: bool
 
     recs = _synthetic_hard_records(slope)
     long = ac.x2_hard_long(recs)
-    fit = ac.x2_hard_fit(long, rng=np.random.default_rng(1), n_boot=300)
-    for interval in (True, False):
-        v = Verdict("t")
-        ac.x2_hard_verdict_checks(v, recs, long, fit, ac.x2_hard_prediction(recs), interval=interval)
-        assert v.rows[-1].passed is passes, (slope, interval, fit)
+    outcome = ac.x2_hard_claim_outcome(ac.x2_hard_claim(ac.x2_hard_prediction(recs)), long,
+                                       rng=np.random.default_rng(1), required=0.95, n_boot=300)
+    v = Verdict("t")
+    ac.x2_hard_verdict_checks(v, recs, long, outcome)
+    assert v.rows[-1].passed is passes, (slope, outcome)
+    assert outcome.power_trivial == 1.0
 
 
 def test_x2_hard_learning_and_bound_rows_fail_when_violated() -> None:
@@ -180,17 +215,20 @@ def test_x2_hard_learning_and_bound_rows_fail_when_violated() -> None:
 
     recs = _synthetic_hard_records(-0.47)
     long = ac.x2_hard_long(recs)
-    fit = ac.x2_hard_fit(long, rng=np.random.default_rng(1), n_boot=300)
+
+    def outcome(lg: dict, rr: list) -> object:
+        return ac.x2_hard_claim_outcome(ac.x2_hard_claim(ac.x2_hard_prediction(rr)), lg,
+                                        rng=np.random.default_rng(1), required=0.95, n_boot=300)
+
     v = Verdict("t")
-    ac.x2_hard_verdict_checks(v, recs, long, fit, ac.x2_hard_prediction(recs))
+    ac.x2_hard_verdict_checks(v, recs, long, outcome(long, recs))
     assert [c.passed for c in v.rows] == [True, True, True]
     flat = [dict(r, **{f"excess_{i}": 0.8 * r[f"trivial_{i}"] for i in range(3)}) for r in recs]
     big = [dict(r, excess_max_0=2 * r["bound"]) for r in recs]
     for bad, row in ((flat, 0), (big, 1)):
         v = Verdict("t")
         lg = ac.x2_hard_long(bad)
-        ac.x2_hard_verdict_checks(v, bad, lg, ac.x2_hard_fit(lg, rng=np.random.default_rng(1), n_boot=300),
-                                  ac.x2_hard_prediction(bad))
+        ac.x2_hard_verdict_checks(v, bad, lg, outcome(lg, bad))
         assert not v.rows[row].passed
 
 
