@@ -20,6 +20,8 @@ __all__ = ["CLAIM_SOURCES", "claims_of", "collect_claims", "format_claims", "for
 #: Where ``dpsco claims --from`` reads executed copies: the book's run, the smoke run of ``make test``.
 CLAIM_SOURCES = {"executed": Path("_build") / "executed", "smoke": Path("_build") / "smoke"}
 SEEDS = Path("_build") / "seeds"
+#: Where a failed run's copy goes (``_build/failed/<seed>/`` for a seed run): its claims count too.
+FAILED = Path("_build") / "failed"
 
 
 def claims_of(executed: Path) -> list[dict[str, Any]]:
@@ -66,12 +68,21 @@ def format_claims(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def seed_claims(root: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """The claims of every seed run under ``_build/seeds``, grouped by (notebook, claim)."""
+    """The claims of every seed run under ``_build/seeds`` (passing copies) and ``_build/failed`` (failed ones: a
+    false alarm fails the verdict, so its copy is kept there), grouped by (notebook, claim)."""
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    base = root / SEEDS
-    for seed_dir in sorted(p for p in base.glob("*") if p.is_dir() and p.name.isdigit()):
-        for r in collect_claims(seed_dir):
-            out.setdefault((str(r["notebook"]), str(r["claim"])), []).append(r)
+    seeds = sorted({p.name for base in (root / SEEDS, root / FAILED) for p in base.glob("*")
+                    if p.is_dir() and p.name.isdigit()}, key=int)
+    for seed in seeds:
+        # a seed's latest run: its passing copy, or its failed copy (kept apart by dpsco seeds), whichever is newer
+        latest: dict[str, Path] = {}
+        for folder in (root / SEEDS / seed / "notebooks", root / FAILED / seed / "notebooks"):
+            for nb in folder.glob("*.ipynb"):
+                if nb.stem not in latest or nb.stat().st_mtime > latest[nb.stem].stat().st_mtime:
+                    latest[nb.stem] = nb
+        for stem in sorted(latest):
+            for r in claims_of(latest[stem]):
+                out.setdefault((str(r["notebook"]), str(r["claim"])), []).append(r)
     return out
 
 

@@ -49,3 +49,11 @@ def test_seed_summary_counts_false_alarms_and_the_weakest_power(tmp_path):
     assert len(groups[("05_demo", "F1 exponent in n")]) == 3
     line = format_seed_claims(groups).splitlines()[1]
     assert line.split()[-4:] == ["3", "1", "1.00", "0.90"]
+
+
+def test_seed_summary_counts_the_failed_copies_too(tmp_path):
+    _executed(tmp_path / "_build" / "seeds" / "0" / "notebooks" / "05_demo.ipynb", [_row("F1 exponent in n")])
+    _executed(tmp_path / "_build" / "failed" / "1" / "notebooks" / "05_demo.ipynb",
+              [_row("F1 exponent in n", accepted=False)], seed=1)
+    rows = seed_claims(tmp_path)[("05_demo", "F1 exponent in n")]
+    assert sorted(r["seed"] for r in rows) == [0, 1] and sum(not r["accepted"] for r in rows) == 1
