@@ -414,8 +414,8 @@ def a3_bound_slope(ns: Any, d: int | tuple[int, int] = (10, 10), epsilon: float 
 
 
 def a3_rate_claim(ns: Any, d: int | tuple[int, int] = (10, 10), epsilon: float = 1.0, *,
-                  claim_id: str = "A3 exponent in n", statistic: str = "mean", delta_n: int | None = None
-                  ) -> RateClaim:
+                  claim_id: str = "A3 exponent in n", statistic: str = "mean", delta_n: int | None = None,
+                  statement: str = "worst-case E Gap ~ log d (n^-1/2 + (n eps)^-1/2)") -> RateClaim:
     r"""The declared rate claim of Thm 3.14 on the grid ``ns``, frozen before the run (Spec A3).
 
     Prediction: the worst case over :data:`A3_LATTICE` of E Gap scales as n^beta with beta in
@@ -424,7 +424,7 @@ def a3_rate_claim(ns: Any, d: int | tuple[int, int] = (10, 10), epsilon: float =
     the mean: the theorem bounds E Gap, and the gap is light-tailed on these instances (:func:`gap_tail`).
     """
     s = a3_bound_slope(ns, d, epsilon, delta_n=delta_n)
-    return RateClaim(claim_id, "worst-case E Gap ~ log d (n^-1/2 + (n eps)^-1/2)", (min(-0.5, s), max(-0.5, s)),
+    return RateClaim(claim_id, statement, (min(-0.5, s), max(-0.5, s)),
                      A3_NEIGHBOUR, A3_TOLERANCE, _CITE_A3, statistic=statistic)
 
 
@@ -448,7 +448,7 @@ def alg4_split_claim(n: int, n_candidate: int, d: int | tuple[int, int] = (10, 1
     candidate) against Algorithm 3 on all n records, the exponent of E Gap in the sample size predicted by
     Thm 3.14 (both runs at delta = n^-1.1), window as in :func:`a3_rate_claim`."""
     return a3_rate_claim([n_candidate, n], d, epsilon, claim_id="A4 split price: exponent n_c -> n",
-                         delta_n=n)
+                         delta_n=n, statement="E Gap of Algorithm 3 on n_c and on n records ~ n^-1/2")
 
 
 def gap_tail(values: Any) -> dict[str, float]:
