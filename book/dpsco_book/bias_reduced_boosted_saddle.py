@@ -13,7 +13,7 @@ runs at the book's privacy level: the caller passes epsilon and the delta rule d
 * :func:`alg4_tail_run`: Algorithm 3 once on all n records and Algorithm 4 (inner Algorithm 3) on the same records.
 * :func:`alg4_selection_audit`: a distinguishing audit of Algorithm 4's exponential-mechanism selection on a
   worst-case neighbouring pair of gap parts, with a broken variant (sensitivity scaled).
-* :data:`A3_LATTICE`, :func:`a3_rate_claim`, :func:`a3_bound_claim`, :func:`alg4_split_claim`: the declared claims
+* :data:`A3_LATTICE`, :func:`a3_rate_claim`, :func:`a3_bound_claim`, :func:`alg4_inner_bound_claim`: the declared claims
   (fixed hardness lattice, windows at most half the gap to the neighbouring regime).
 * :func:`gap_tail`: quantiles, coefficient of variation and excess kurtosis of a gap over replicates.
 * :func:`smooth_game`, :func:`alg4_smooth_run`, :func:`alg4_needed_n`: Algorithms 3 and 4 on a second-order-smooth
@@ -59,11 +59,11 @@ __all__ = [
     "a3_regime",
     "alg4_boost_ci",
     "alg4_bound",
+    "alg4_inner_bound_claim",
     "alg4_quantile_rows",
     "alg4_needed_n",
     "alg4_selection_audit",
     "alg4_smooth_run",
-    "alg4_split_claim",
     "alg4_tail_run",
     "gap_tail",
     "smooth_game",
@@ -442,13 +442,16 @@ def a3_bound_claim(d: int | tuple[int, int] = (10, 10), epsilon: float = 1.0, *,
                       bound, "bound(n) of alg3_theory_params", 1.0, _CITE_A3, statistic="mean")
 
 
-def alg4_split_claim(n: int, n_candidate: int, d: int | tuple[int, int] = (10, 10), epsilon: float = 1.0
-                     ) -> RateClaim:
-    r"""The price of Algorithm 4's split as a rate claim (Spec A4): Algorithm 3 on n_c = n/(2k) records (one
-    candidate) against Algorithm 3 on all n records, the exponent of E Gap in the sample size predicted by
-    Thm 3.14 (both runs at delta = n^-1.1), window as in :func:`a3_rate_claim`."""
-    return a3_rate_claim([n_candidate, n], d, epsilon, claim_id="A4 split price: exponent n_c -> n",
-                         delta_n=n, statement="E Gap of Algorithm 3 on n_c and on n records ~ n^-1/2")
+def alg4_inner_bound_claim(n: int, d: int | tuple[int, int] = (10, 10), epsilon: float = 1.0) -> BoundClaim:
+    r"""Algorithm 4's inner runs against Thm 3.14 (Spec A4): the mean gap of Algorithm 3 on m records (one candidate,
+    m = n_c = n/(2k), and one run on all m = n records), both at delta = n^-1.1, is at most 1 x the bound
+    ``alg3_theory_params(m, d, epsilon, n^-1.1, 1, 1, 0).bound`` (an upper bound on E Gap with explicit constants),
+    for the games of :func:`alg4_tail_run` (L0 = L1 = 1, L2 = 0)."""
+    def bound(m: float) -> float:
+        return alg3_theory_params(int(m), d, epsilon, delta_for_n(n), 1.0, 1.0, 0.0).bound
+
+    return BoundClaim("A4 inner runs: E Gap <= bound", "mean gap of Algorithm 3 on n_c and on n records <= Thm 3.14",
+                      bound, "bound(m) of alg3_theory_params at delta = n^-1.1", 1.0, _CITE_A3, statistic="mean")
 
 
 def gap_tail(values: Any) -> dict[str, float]:

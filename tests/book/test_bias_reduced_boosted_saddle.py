@@ -143,8 +143,6 @@ def test_a3_rate_claim_is_frozen_from_the_bound_and_has_power():
     assert out.accepted and out.passed and out.power_trivial == 1.0
     x, y, fam, _ = _lattice_records(rng, -0.4)  # the neighbouring regime's decay must fail the claim
     assert not claim.evaluate(x, y, family=fam, rng=rng, required=0.8, n_boot=200, n_resamples=20).accepted
-    split = sc.alg4_split_claim(32_000, 32_000 // 12)
-    assert split.bounds[0] == -0.5 and split.bounds[1] <= -0.49 and split.tolerance <= split.gap / 2
     with pytest.raises(ValueError, match="two distinct"):
         sc.a3_bound_slope([4000, 4000])
 
@@ -158,6 +156,14 @@ def test_a3_bound_claim_constant_one():
     below = claim.evaluate(x, [0.7 * b[n] for n in x], rng=rng, required=0.8, n_resamples=20)
     above = claim.evaluate(x, [1.3 * b[n] for n in x], rng=rng, required=0.8, n_resamples=20)
     assert claim.constant == 1.0 and below.accepted and not above.accepted
+    inner = sc.alg4_inner_bound_claim(32_000)
+    n_c = 32_000 // 12
+    assert inner.bound(n_c) == pytest.approx(
+        alg3_theory_params(n_c, (10, 10), 1.0, 32_000**-1.1, 1.0, 1.0, 0.0).bound)
+    x = [n_c] * 4 + [32_000] * 4
+    out = inner.evaluate(x, [0.8 * inner.bound(v) for v in x], trivial=[1.44] * 8, rng=rng, required=0.8,
+                         n_resamples=20)
+    assert out.accepted and out.power_trivial == 1.0
 
 
 def test_gap_tail_separates_light_and_heavy_tails():
