@@ -115,3 +115,81 @@ def test_a3_canary_audit_catches_broken_claims():
     assert lb > claims["sensitivity halved"] and lb > claims["ignores w_N"]
     with pytest.raises(ValueError, match="variant"):
         sc.a3_canary_audit("other", n_runs=10, rng=np.random.default_rng(0))
+
+
+def _lattice_records(rng: np.random.Generator, exponent: float, ns=(4000, 16000, 64000), reps: int = 6):
+    """Gaps min(2 gamma, c n^exponent) with 5% multiplicative noise on the lattice; the trivial gap is 2 gamma."""
+    x, y, fam, triv = [], [], [], []
+    for n in ns:
+        for g in sc.A3_LATTICE:
+            for _ in range(reps):
+                x.append(float(n))
+                y.append(min(2 * g, 30.0 * n**exponent) * float(np.exp(0.05 * rng.standard_normal())))
+                fam.append(g)
+                triv.append(2 * g)
+    return x, y, fam, triv
+
+
+def test_a3_rate_claim_is_frozen_from_the_bound_and_has_power():
+    ns = [4000, 16000, 64000]
+    s = sc.a3_bound_slope(ns)
+    claim = sc.a3_rate_claim(ns)
+    assert -0.5 < s < -0.44 and claim.bounds == pytest.approx((-0.5, s))
+    assert claim.neighbour == sc.A3_NEIGHBOUR == -0.4 and claim.statistic == "mean"
+    assert claim.tolerance == sc.A3_TOLERANCE <= claim.gap / 2
+    rng = np.random.default_rng(4)
+    x, y, fam, triv = _lattice_records(rng, -0.49)
+    out = claim.evaluate(x, y, family=fam, trivial=triv, rng=rng, required=0.8, n_boot=200, n_resamples=40)
+    assert out.accepted and out.passed and out.power_trivial == 1.0
+    x, y, fam, _ = _lattice_records(rng, -0.4)  # the neighbouring regime's decay must fail the claim
+    assert not claim.evaluate(x, y, family=fam, rng=rng, required=0.8, n_boot=200, n_resamples=20).accepted
+    with pytest.raises(ValueError, match="two distinct"):
+        sc.a3_bound_slope([4000, 4000])
+
+
+def test_a3_bound_claim_constant_one():
+    claim = sc.a3_bound_claim()
+    rng = np.random.default_rng(5)
+    ns = [4000, 16000]
+    b = {n: claim.bound(n) for n in ns}
+    x = [n for n in ns for _ in range(4)]
+    below = claim.evaluate(x, [0.7 * b[n] for n in x], rng=rng, required=0.8, n_resamples=20)
+    above = claim.evaluate(x, [1.3 * b[n] for n in x], rng=rng, required=0.8, n_resamples=20)
+    assert claim.constant == 1.0 and below.accepted and not above.accepted
+    inner = sc.alg4_inner_bound_claim(32_000)
+    n_c = 32_000 // 12
+    assert inner.bound(n_c) == pytest.approx(
+        alg3_theory_params(n_c, (10, 10), 1.0, 32_000**-1.1, 1.0, 1.0, 0.0).bound)
+    x = [n_c] * 4 + [32_000] * 4
+    out = inner.evaluate(x, [0.8 * inner.bound(v) for v in x], trivial=[1.44] * 8, rng=rng, required=0.8,
+                         n_resamples=20)
+    assert out.accepted and out.power_trivial == 1.0
+
+
+def test_gap_tail_separates_light_and_heavy_tails():
+    rng = np.random.default_rng(6)
+    light = sc.gap_tail(1.0 + 0.05 * rng.standard_normal(4000))
+    heavy = sc.gap_tail(rng.pareto(2.5, size=4000) + 0.1)
+    assert abs(light["excess kurtosis"]) < 0.5 and light["cv"] == pytest.approx(0.05, rel=0.1)
+    assert light["q90/q50"] == pytest.approx(1 + 0.05 * 1.2816, rel=0.01)
+    assert heavy["excess kurtosis"] > 5 and heavy["max/q50"] > 10
+    with pytest.raises(ValueError, match="values"):
+        sc.gap_tail([0.1, 0.2])
+
+
+def test_smooth_game_activates_the_multilevel_correction():
+    g = sc.smooth_game()
+    assert g.L2 > 0 and g.dx == g.dy == 5
+    r = sc.alg4_smooth_run(rng=np.random.default_rng(7), n=4000, beta=0.25)
+    assert r["N_max"] >= 1 and 0 <= r["top_level"] <= r["N_max"] and r["steps"] >= 1
+    assert r["certified_alg3"] <= 1.0 + 1e-9 and r["certified_alg4"] <= 1.0 + 1e-9
+    assert 0 <= r["gap_alg3"] and 0 <= r["gap_alg4"] and r["k"] == 4
+    assert r["trivial"] == pytest.approx(g.duality_gap(np.full(5, 0.2), np.full(5, 0.2)))
+
+
+def test_alg4_needed_n_brackets_the_crossing():
+    kw = {"beta": 0.01, "L0": 1.0, "L1": 1.0, "L2": 0.0}
+    n = sc.alg4_needed_n((10, 10), 1.0, target=0.5, **kw)
+    assert sc.alg4_bound(int(n), (10, 10), 1.0, **kw)["bound"] <= 0.5
+    assert sc.alg4_bound(int(n / 1.06), (10, 10), 1.0, **kw)["bound"] > 0.5
+    assert sc.alg4_needed_n((10, 10), 1.0, target=1e-6, n_max=1e6, **kw) == math.inf
