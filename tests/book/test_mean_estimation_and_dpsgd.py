@@ -75,6 +75,14 @@ def test_d4_exponent_range_lies_between_the_two_regimes():
     assert lc.d4_exponent_range(ns, 1, [1.5] * 4)[1] > -0.52
     with pytest.raises(ValueError, match="sigmas"):
         lc.d4_exponent_range(ns, 400, [1.5] * 3)
+    # the bound's own slope (sampling factor 1) lies inside the range of factor 4
+    sig = [1.5, 1.6, 1.7, 1.8]
+    lo4, hi4 = lc.d4_exponent_range(ns, 400, sig)
+    bound_slope = lc.local_slope(ns, [lc.d4_bound(n, 400, s) for n, s in zip(ns, sig, strict=True)])
+    assert lc.d4_exponent_range(ns, 400, sig, sampling_factor=1.0)[1] == pytest.approx(bound_slope)
+    assert lo4 < bound_slope < hi4 < -0.5
+    with pytest.raises(ValueError, match="sampling_factor"):
+        lc.d4_exponent_range(ns, 400, sig, sampling_factor=0.5)
 
 
 def test_d4_noise_multiplier_is_the_task_calibration():
