@@ -25,7 +25,14 @@ import numpy as np
 from scipy import integrate, stats
 from scipy.special import gammaln
 
-from dpsco_lib._validation import check_delta, check_epsilon, check_int, check_positive, check_probability
+from dpsco_lib._validation import (
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_positive,
+    check_probability,
+    check_rng,
+)
 from dpsco_lib.experiments.analysis import SlopeFit, Verdict, summarize
 from dpsco_lib.plotting import add_rate_guide
 from dpsco_lib.privacy.audit import audit_mechanism, epsilon_lower_bound, mu_gdp_lower_bound
@@ -44,6 +51,7 @@ __all__ = [
     "AUDIT_ALPHA",
     "AUDIT_CANDIDATES",
     "AUDIT_MECHANISMS",
+    "P2_CONTROLS",
     "audit_checks",
     "audit_task",
     "em_log_ratio",
@@ -57,6 +65,10 @@ __all__ = [
     "noisy_max_log_ratio",
     "noisy_max_rows",
     "p1_checks",
+    "p2_checks",
+    "p2_power",
+    "p2_rows",
+    "p2_statistics",
     "p2_p4_checks",
     "plot_audits",
     "plot_em_tail",
@@ -64,6 +76,8 @@ __all__ = [
     "plot_gaussian_sigma",
     "plot_noisy_max",
     "rnm_excess_task",
+    "rnm_exact_excess",
+    "rnm_first_probability",
 ]
 
 #: Failure probability of each audit (Bonferroni over the two worlds inside the audit).
@@ -75,6 +89,8 @@ AUDIT_MECHANISMS: dict[str, str] = {"laplace": "Laplace\n(eps)", "gaussian": "Ga
                                     "gaussian_mu": "Gaussian\n(mu-GDP)", "noisy_max": "noisy max\n(eps)",
                                     "exponential": "exp. mech.\n(eps)"}
 _NOISES = ("laplace", "gumbel")
+#: Noise multipliers of the broken report-noisy-max controls of P2: twice and half the claimed noise.
+P2_CONTROLS = (2.0, 0.5)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -183,22 +199,27 @@ def plot_gaussian_sigma(ax: Any, rows: Sequence[Mapping[str, float]], *, delta: 
 # P2, P4: report noisy max and the exponential mechanism
 # ---------------------------------------------------------------------------------------------------------
 def rnm_excess_task(*, rng: np.random.Generator, J: int, noise: str, K: int, epsilon: float,
-                    sensitivity: float = 1.0) -> dict[str, float]:
+                    sensitivity: float = 1.0, noise_factor: float = 1.0) -> dict[str, float]:
     r"""Sweep task of Specs P2 and P4: mean excess :math:`\mathrm{OPT} - u_{\hat\imath}` of ``K`` runs of report noisy
     max on the near-extremal scores :math:`u = (0, -g_J, \dots, -g_J)`,
     :math:`g_J = \tfrac{2\Delta}{\varepsilon}\ln(J-1)`.
 
     At this gap the exponential mechanism (``noise="gumbel"``) picks candidate 0 with probability exactly 1/2, so
     its expected excess is :math:`\tfrac{\Delta}{\varepsilon}\ln(J-1)`. ``noise="laplace"`` is the P2 mechanism.
+    ``noise_factor`` multiplies the noise scale (the mechanism runs at :math:`\varepsilon/\text{noise\_factor}`
+    while the scores keep the gap of :math:`\varepsilon`): 1 is the mechanism, 2 and 1/2 the broken controls of
+    :data:`P2_CONTROLS`.
     """
     J = check_int(J, "J", lo=2)
     K = check_int(K, "K", lo=1)
     if noise not in _NOISES:
         raise ValueError(f"noise must be one of {_NOISES}, got {noise!r}")
+    noise_factor = check_positive(noise_factor, "noise_factor")
     g = 2 * sensitivity / epsilon * math.log(J - 1)
     u = np.full(J, -g)
     u[0] = 0.0
-    sel = report_noisy_max(u, sensitivity=sensitivity, epsilon=epsilon, rng=rng, noise=noise, size=K)
+    sel = report_noisy_max(u, sensitivity=sensitivity, epsilon=epsilon / noise_factor, rng=rng, noise=noise,
+                           size=K)
     return {"excess": float(-u[sel].mean())}
 
 
@@ -236,6 +257,109 @@ def excess_slope(records: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[st
     boots = [np.polyfit(x, [v[rng.integers(0, v.size, v.size)].mean() for v in reps], 1)[0] for _ in range(n_boot)]
     lo, hi = np.quantile(boots, [0.025, 0.975])
     return float(slope), float(lo), float(hi)
+
+
+def rnm_first_probability(J: int, gap: float, scale: float, noise: str) -> float:
+    r"""Exact :math:`P(\hat\imath = 0)` of report noisy max with noise of scale ``scale`` on the scores
+    :math:`u = (0, -\text{gap}, \dots, -\text{gap})` of :math:`J` candidates (Specs P2, P4).
+
+    Gumbel noise (the exponential mechanism): :math:`1/(1 + (J-1)e^{-\text{gap}/b})`. Laplace noise:
+    :math:`\int p_b(z)\,F_b(z + \text{gap})^{J-1}\,dz` (candidate 0 beats the :math:`J - 1` others), by adaptive
+    quadrature with the kinks of the integrand at :math:`-\text{gap}` and 0 as break points.
+    """
+    J = check_int(J, "J", lo=1)
+    gap = check_positive(gap, "gap", allow_zero=True)
+    scale = check_positive(scale, "scale")
+    if noise not in _NOISES:
+        raise ValueError(f"noise must be one of {_NOISES}, got {noise!r}")
+    if noise == "gumbel":
+        return 1.0 / (1.0 + (J - 1) * math.exp(-gap / scale))
+    lap = stats.laplace(scale=scale)
+    lo, hi = -gap - 60 * scale, 60 * scale
+    return float(integrate.quad(lambda z: lap.pdf(z) * lap.cdf(z + gap) ** (J - 1), lo, hi,
+                                points=sorted({-gap, 0.0}), limit=400, epsabs=1e-14)[0])
+
+
+def rnm_exact_excess(J_grid: Sequence[int], *, epsilon: float, sensitivity: float = 1.0, noise: str = "laplace",
+                     noise_factor: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    r"""Gap :math:`g_J` and exact wrong-pick probability :math:`q_J = 1 - P(\hat\imath = 0)` of
+    :func:`rnm_excess_task` at every :math:`J` of ``J_grid`` (Spec P2): the excess of one run is
+    :math:`g_J` with probability :math:`q_J` and 0 otherwise, so
+    :math:`\mathbb E[\mathrm{OPT} - u_{\hat\imath}] = g_J q_J` exactly and the mean of :math:`N` runs is
+    :math:`g_J\,\mathrm{Bin}(N, q_J)/N`. The scale is :math:`\text{noise\_factor}\cdot 2\Delta/\varepsilon`.
+    """
+    epsilon = check_epsilon(epsilon)
+    sensitivity = check_positive(sensitivity, "sensitivity")
+    scale = check_positive(noise_factor, "noise_factor") * 2 * sensitivity / epsilon
+    g = np.array([2 * sensitivity / epsilon * math.log(check_int(J, "J_grid", lo=2) - 1) for J in J_grid])
+    q = np.array([1.0 - rnm_first_probability(J, gj, scale, noise) for J, gj in zip(J_grid, g, strict=True)])
+    return g, q
+
+
+def p2_statistics(means: np.ndarray, draws: np.ndarray, J_grid: Sequence[int], g: np.ndarray,
+                  q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""The two statistics of the P2 exactness test for mean excesses ``means`` (last axis: the grid
+    ``J_grid``; leading axes: experiments) of ``draws`` runs each, against the claim's exact :math:`g_J q_J`.
+
+    Per :math:`J`: :math:`z_J = (\bar e_J - g_J q_J)/s_J` with the exact null standard error
+    :math:`s_J = g_J\sqrt{q_J(1-q_J)/N_J}`; returns :math:`\max_J |z_J|` (0/0 at :math:`g_J = 0` counts as 0).
+    Slope: the least-squares slope :math:`\hat\beta = \sum_J c_J \bar e_J` against :math:`\ln J`
+    (:math:`c_J = (\ln J - \overline{\ln J})/\sum (\ln J - \overline{\ln J})^2`) minus the exact slope
+    :math:`\sum_J c_J g_J q_J`, over :math:`\sqrt{\sum_J c_J^2 s_J^2}`.
+    """
+    m = np.asarray(means, dtype=float)
+    exact = g * q
+    s = g * np.sqrt(q * (1 - q) / np.asarray(draws, dtype=float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(s > 0, (m - exact) / np.where(s > 0, s, 1.0), np.where(np.abs(m - exact) > 0, np.inf, 0.0))
+    lx = np.log(np.asarray(J_grid, dtype=float))
+    c = (lx - lx.mean()) / float(((lx - lx.mean()) ** 2).sum())
+    z_slope = ((m - exact) @ c) / math.sqrt(float((c**2 * s**2).sum()))
+    return np.max(np.abs(z), axis=-1), z_slope
+
+
+def p2_power(J_grid: Sequence[int], draws: Sequence[int], *, epsilon: float, noise_factor: float,
+             rng: np.random.Generator, sensitivity: float = 1.0, n_sim: int = 4000,
+             z_crit: float = 4.0) -> tuple[float, float]:
+    r"""Probability that each P2 test (all :math:`|z_J| <` ``z_crit``; :math:`|z_{\text{slope}}| <` ``z_crit``)
+    rejects report noisy max whose noise is ``noise_factor`` times the claimed one, for the run's grid and
+    numbers of runs ``draws`` per :math:`J` (Spec P2).
+
+    Exact in law: the wrong-pick counts of ``n_sim`` simulated experiments are drawn from
+    :math:`\mathrm{Bin}(N_J, q_J')` with :math:`q_J'` of the variant (:func:`rnm_exact_excess`), and each is tested
+    against the claim's :math:`g_J q_J` as the notebook tests its records. ``noise_factor = 1`` gives the tests'
+    false-alarm probabilities. Returns ``(power_per_J, power_slope)``.
+    """
+    n_sim = check_int(n_sim, "n_sim", lo=100)
+    z_crit = check_positive(z_crit, "z_crit")
+    nd = np.array([check_int(v, "draws", lo=1) for v in draws])
+    g, q = rnm_exact_excess(J_grid, epsilon=epsilon, sensitivity=sensitivity)
+    _, q_var = rnm_exact_excess(J_grid, epsilon=epsilon, sensitivity=sensitivity, noise_factor=noise_factor)
+    counts = check_rng(rng).binomial(nd, q_var, size=(n_sim, nd.size))
+    zmax, zs = p2_statistics(g * counts / nd, nd, J_grid, g, q)
+    return float(np.mean(zmax >= z_crit)), float(np.mean(np.abs(zs) >= z_crit))
+
+
+def p2_rows(records: Sequence[Mapping[str, Any]], *, epsilon: float,
+            sensitivity: float = 1.0) -> list[dict[str, Any]]:
+    r"""Per-(noise factor, J) summary of Laplace :func:`rnm_excess_task` records (Spec P2): the mean excess over
+    all ``draws`` :math:`= K \times` replicates runs, the claim's exact expectation ``exact`` :math:`= g_J q_J`,
+    the variant's own exact expectation ``exact_variant`` and :math:`z_J` against the claim."""
+    out = []
+    for f in sorted({float(r.get("noise_factor", 1.0)) for r in records}):
+        sel = [r for r in records if r["noise"] == "laplace" and float(r.get("noise_factor", 1.0)) == f]
+        J_grid = sorted({int(r["J"]) for r in sel})
+        g, q = rnm_exact_excess(J_grid, epsilon=epsilon, sensitivity=sensitivity)
+        _, qv = rnm_exact_excess(J_grid, epsilon=epsilon, sensitivity=sensitivity, noise_factor=f)
+        for i, J in enumerate(J_grid):
+            rr = [r for r in sel if r["J"] == J]
+            nd = sum(int(r["K"]) for r in rr)
+            mean = sum(r["excess"] * r["K"] for r in rr) / nd
+            se = g[i] * math.sqrt(q[i] * (1 - q[i]) / nd)
+            out.append({"noise_factor": f, "J": J, "draws": nd, "excess_mean": mean, "exact": g[i] * q[i],
+                        "exact_variant": g[i] * qv[i], "gap": g[i], "q": q[i],
+                        "z": (mean - g[i] * q[i]) / se if se > 0 else 0.0})
+    return out
 
 
 def plot_noisy_max(ax: Any, rows: Sequence[Mapping[str, Any]], slopes: Mapping[str, tuple[float, float, float]], *,
@@ -451,24 +575,60 @@ def p1_checks(verdict: Verdict, fit: SlopeFit, error_rows: Sequence[Mapping[str,
                   f"max delta(eps) at analytic sigma = {worst_delta:.6e} <= {delta:g}")
 
 
-def p2_p4_checks(verdict: Verdict, rows: Sequence[Mapping[str, Any]], slopes: Mapping[str, tuple[float, float, float]],
-                 tail_rows: Sequence[Mapping[str, Any]], *, epsilon: float, sensitivity: float = 1.0) -> None:
-    r"""Verdict rows of Specs P2 and P4 from :func:`noisy_max_rows`, :func:`excess_slope` and :func:`em_tail_rows`.
+def p2_checks(verdict: Verdict, rows: Sequence[Mapping[str, Any]],
+              powers: Mapping[float, tuple[float, float]], *, required: float, z_crit: float = 4.0) -> None:
+    r"""Verdict rows of Spec P2's accuracy from :func:`p2_rows` and :func:`p2_power` (``powers`` maps each noise
+    factor, 1 included, to its ``(power_per_J, power_slope)``).
 
-    P2: measured excess :math:`\le \tfrac{4\Delta}{\varepsilon}(\ln J + 1)` at every :math:`J`, and the slope
-    against :math:`\ln J` in :math:`(0, 4\Delta/\varepsilon]` with the bootstrap interval above 0. P4: measured excess
-    :math:`\le \tfrac{2\Delta}{\varepsilon}(\ln J + 1)`, equal to the exact :math:`\tfrac{\Delta}{\varepsilon}\ln(J-1)`
-    (:math:`|z| < 4`), the Clopper-Pearson lower bound :math:`\le e^{-t}` at every :math:`t` and the exact
-    :math:`p_t` inside every interval.
+    The claim is two-sided against the exact expectation :math:`g_J q_J` (:func:`rnm_exact_excess`): every
+    :math:`|z_J| <` ``z_crit``, and the slope of the mean excess against :math:`\ln J` within ``z_crit`` standard
+    errors of the exact slope. Each claim row passes only if the records meet it **and** the test rejects report
+    noisy max with twice and half the noise (:data:`P2_CONTROLS`) with probability at least ``required``. One row
+    per control run checks that this run's control records are rejected.
+    """
+    required = check_probability(required, "required", open_left=True)
+    by_f: dict[float, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        by_f.setdefault(float(r["noise_factor"]), []).append(r)
+    if 1.0 not in by_f:
+        raise ValueError("rows must hold the mechanism's own records (noise_factor 1)")
+    missing = [f for f in (1.0, *P2_CONTROLS) if f not in powers]
+    if missing:
+        raise ValueError(f"powers must hold the noise factors {(1.0, *P2_CONTROLS)}, missing {missing}")
+
+    def stats_of(rr: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
+        zm, zs = p2_statistics(np.array([r["excess_mean"] for r in rr]), np.array([r["draws"] for r in rr]),
+                               [r["J"] for r in rr], np.array([r["gap"] for r in rr]), np.array([r["q"] for r in rr]))
+        return float(zm), float(zs)
+
+    zmax, zs = stats_of(by_f[1.0])
+    for i, (label, ok) in enumerate((("at every J", zmax < z_crit), ("slope in ln J", abs(zs) < z_crit))):
+        pw = [powers[f][i] for f in P2_CONTROLS]
+        ctl = ", ".join(f"noise x{f:g} {p:.3f}" for f, p in zip(P2_CONTROLS, pw, strict=True))
+        stat = f"max |z_J| = {zmax:.2f}" if i == 0 else f"slope z = {zs:+.2f}"
+        verdict.check(f"P2 RNM excess = exact g_J q_J, {label} (two-sided)", ok and min(pw) >= required,
+                      f"{stat} (need < {z_crit:g}); power vs {ctl} (need >= {required:g}); "
+                      f"false alarm {powers[1.0][i]:.4f}")
+    for f in sorted(set(by_f) - {1.0}):
+        zm, zsl = stats_of(by_f[f])
+        verdict.check(f"P2 broken RNM (noise x{f:g}) rejected", zm >= z_crit or abs(zsl) >= z_crit,
+                      f"max |z_J| = {zm:.1f}, slope z = {zsl:+.1f} (rejected at {z_crit:g})")
+
+
+def p2_p4_checks(verdict: Verdict, rows: Sequence[Mapping[str, Any]], tail_rows: Sequence[Mapping[str, Any]], *,
+                 epsilon: float, sensitivity: float = 1.0) -> None:
+    r"""Verdict rows of Specs P2 (bound) and P4 from :func:`noisy_max_rows` and :func:`em_tail_rows`.
+
+    P2: measured excess :math:`\le \tfrac{4\Delta}{\varepsilon}(\ln J + 1)` at every :math:`J` (the exact claim is
+    :func:`p2_checks`). P4: measured excess :math:`\le \tfrac{2\Delta}{\varepsilon}(\ln J + 1)`, equal to the exact
+    :math:`\tfrac{\Delta}{\varepsilon}\ln(J-1)` (:math:`|z| < 4`), the Clopper-Pearson lower bound :math:`\le e^{-t}`
+    at every :math:`t` and the exact :math:`p_t` inside every interval.
     """
     epsilon = check_epsilon(epsilon)
     sensitivity = check_positive(sensitivity, "sensitivity")
     lap = [r for r in rows if r["noise"] == "laplace"]
     worst = max(r["excess_mean"] / r["bound"] for r in lap)
     verdict.check("P2 RNM excess <= 4 Delta (ln J + 1)/eps", worst <= 1.0, f"max measured/bound = {worst:.3f}")
-    s, lo, hi = slopes["laplace"]
-    verdict.check("P2 RNM excess grows like Delta ln J/eps", lo > 0 and s <= 4 * sensitivity / epsilon,
-                  f"slope vs ln J {s:.3f} (95% CI [{lo:.3f}, {hi:.3f}]) in (0, 4] Delta/eps")
     gum = [r for r in rows if r["noise"] == "gumbel"]
     worst = max(r["excess_mean"] / r["bound"] for r in gum)
     verdict.check("P4 EM excess <= 2 Delta (ln J + 1)/eps", worst <= 1.0, f"max measured/bound = {worst:.3f}")

@@ -6,8 +6,8 @@ The mechanism releases one draw :math:`x^{priv} \sim \nu_{\mathcal D} \propto \e
 * **R1 (privacy).** For replace-one neighbours the mechanism is :math:`\mu_{GDP}`-GDP with
   :math:`\mu_{GDP} = 2G\sqrt k/(n\sqrt\mu)` [GLL22, Thm 1 and 3]: the exact trade-off curve in d = 1 (quadrature,
   Neyman-Pearson) must lie above :math:`G_{\mu_{GDP}}` (:func:`tradeoff_rows`), and a threshold audit on the
-  sampler's draws must not exceed the claim while catching a variant with k four times too large
-  (:func:`audit_pair`).
+  sampler's draws must not exceed the claim while catching a variant with k 1.44 times too large (true
+  :math:`\mu_{GDP}` 1.2 times the claim, :func:`audit_pair`), with the power of :func:`audit_power`.
 * **R2 (utility).** :math:`\mathbb E_\nu F - \min_K F \le d/k` for convex F (Kalai-Vempala [KV06] for linear F,
   the epigraph lifting for convex F): measured on logistic regression at fixed k (:func:`utility_trial`), and the
   excess empirical risk of the mechanism at a fixed :math:`(\varepsilon, \delta)` against noisy gradient descent
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import special, stats
 
 from dpsco_lib._validation import check_delta, check_epsilon, check_int, check_positive, check_rng
 from dpsco_lib.algorithms.regularized_exponential import (
@@ -51,12 +52,17 @@ from dpsco_lib.privacy.accounting import gdp_epsilon, gdp_tradeoff
 from dpsco_lib.privacy.audit import GDPAuditResult, mu_gdp_lower_bound
 
 __all__ = [
+    "AUDIT_ALPHA",
+    "BROKEN_K_FACTOR",
     "COMPARE_METHODS",
     "CompareTask",
     "N_TRADEOFF",
     "TradeoffCase",
     "UtilityTask",
+    "audit_event_probabilities",
     "audit_pair",
+    "audit_power",
+    "audit_threshold",
     "calibration_table",
     "check_comparison",
     "check_privacy",
@@ -66,6 +72,7 @@ __all__ = [
     "compare_trial",
     "excess_linear",
     "learns_values",
+    "mu_lower_bounds",
     "plot_comparison",
     "plot_tradeoff",
     "plot_utility",
@@ -76,6 +83,10 @@ __all__ = [
 ]
 
 N_TRADEOFF = 10
+#: Failure probability of the R1 audit.
+AUDIT_ALPHA = 1e-3
+#: The broken variant of the R1 audit samples with k times this factor: its true mu_GDP is 1.2 times the claim.
+BROKEN_K_FACTOR = 1.44
 COMPARE_METHODS = ("regularized EM", "noisy GD", "pure EM")
 
 
@@ -170,21 +181,21 @@ def plot_tradeoff(cases: Sequence[TradeoffCase], curves: Sequence[Mapping[str, A
     return fig
 
 
-def audit_pair(case: TradeoffCase, n_audit: int, seed: int, *, alpha: float = 1e-3
-               ) -> tuple[float, GDPAuditResult, GDPAuditResult]:
+def audit_pair(case: TradeoffCase, n_audit: int, seed: int, *, alpha: float = AUDIT_ALPHA,
+               k_factor: float = BROKEN_K_FACTOR) -> tuple[float, GDPAuditResult, GDPAuditResult]:
     r"""Clopper-Pearson threshold audits of the claim :math:`\mu_{GDP}` of a linear case (Spec R1).
 
-    The statistic is the released point itself, thresholded at the midpoint of the two unconstrained modes
-    :math:`-\bar z/\mu` and :math:`-\bar z'/\mu`. Returns ``(claimed, correct, broken)``: the audit of the
-    library's sampler (generator ``default_rng(seed)``), which must give a lower bound <= ``claimed``, and of a
-    broken variant sampling with 4k (true :math:`\mu_{GDP}` twice the claim, ``default_rng(seed + 1)``), which
-    must exceed it. Each bound holds with probability :math:`\ge 1 - \alpha`.
+    The statistic is the released point itself, thresholded at :func:`audit_threshold`. Returns
+    ``(claimed, correct, broken)``: the audit of the library's sampler (generator ``default_rng(seed)``), which
+    must give a lower bound <= ``claimed``, and of a broken variant sampling with ``k_factor`` times k (true
+    :math:`\mu_{GDP}` :math:`\sqrt{k\_factor}` times the claim, ``default_rng(seed + 1)``), which must exceed it.
+    Each bound holds with probability :math:`\ge 1 - \alpha`; the power of the test against the broken variant
+    is :func:`audit_power`.
     """
     n_audit = check_int(n_audit, "n_audit", lo=10)
     seed = check_int(seed, "seed", lo=0)
-    if not isinstance(case.problem, LinearLossProblem) or case.problem.d != 1:
-        raise ValueError(f"case must be a d = 1 linear-loss case, got {case.name!r}")
-    t_mid = float(-(np.mean(case.data) + np.mean(case.data_prime)) / (2 * case.mu))
+    k_factor = check_positive(k_factor, "k_factor")
+    t_mid = audit_threshold(case)
 
     def mechanism(k_used: float) -> Any:
         return lambda data, rng, m: sample_regularized_exponential(case.problem, data, k=k_used, mu=case.mu,
@@ -194,7 +205,66 @@ def audit_pair(case: TradeoffCase, n_audit: int, seed: int, *, alpha: float = 1e
         return mu_gdp_lower_bound(mechanism(k_used), case.data, case.data_prime, lambda o: o, t_mid, n_audit,
                                   alpha, np.random.default_rng(s), claimed_mu=case.mu_gdp)
 
-    return case.mu_gdp, run(case.k, seed), run(4 * case.k, seed + 1)
+    return case.mu_gdp, run(case.k, seed), run(k_factor * case.k, seed + 1)
+
+
+def audit_threshold(case: TradeoffCase) -> float:
+    r"""The audit's threshold: the midpoint of the two unconstrained modes :math:`-\bar z/\mu` and
+    :math:`-\bar z'/\mu` of a d = 1 linear case (Spec R1); raises ``ValueError`` for any other case."""
+    if not isinstance(case.problem, LinearLossProblem) or case.problem.d != 1:
+        raise ValueError(f"case must be a d = 1 linear-loss case, got {case.name!r}")
+    return float(-(np.mean(case.data) + np.mean(case.data_prime)) / (2 * case.mu))
+
+
+def audit_event_probabilities(case: TradeoffCase, k_factor: float = 1.0) -> tuple[float, float]:
+    r"""Exact :math:`P_D(x > t)` and :math:`P_{D'}(x > t)` of the mechanism with ``k_factor`` times k on a d = 1
+    linear case, t = :func:`audit_threshold` (Spec R1): the density
+    :math:`\propto \exp(-k'(G\bar z x + \mu x^2/2))` on :math:`K = [-1, 1]` is a truncated Gaussian, so each
+    probability is a ratio of normal-CDF differences (mean :math:`-G\bar z/\mu`, variance :math:`1/(k'\mu)`)."""
+    t = audit_threshold(case)
+    k_used = check_positive(k_factor, "k_factor") * case.k
+    sd = 1.0 / math.sqrt(k_used * case.mu)
+    out = []
+    for data in (case.data, case.data_prime):
+        m = -case.problem.lipschitz * float(np.mean(data)) / case.mu
+        lo, mid, hi = ((v - m) / sd for v in (-1.0, t, 1.0))
+        out.append(float((special.ndtr(-mid) - special.ndtr(-hi)) / (special.ndtr(-lo) - special.ndtr(-hi))))
+    return out[0], out[1]
+
+
+def mu_lower_bounds(counts: np.ndarray, counts_prime: np.ndarray, n: int, alpha: float) -> np.ndarray:
+    r"""Vectorized :func:`~dpsco_lib.privacy.audit.mu_gdp_lower_bound_from_counts` (same numbers): with the
+    Clopper-Pearson ends at :math:`\alpha/4` (each world's two-sided interval at confidence
+    :math:`1 - \alpha/2`),
+    :math:`\max(0, \Phi^{-1}(lo_S) - \Phi^{-1}(hi_{S'}), \Phi^{-1}(lo_{S'}) - \Phi^{-1}(hi_S))`."""
+    a = np.asarray(counts)
+    b = np.asarray(counts_prime)
+
+    def ends(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lo = np.where(k > 0, stats.beta.ppf(alpha / 4, np.maximum(k, 1), n - k + 1), 0.0)
+        hi = np.where(k < n, stats.beta.ppf(1 - alpha / 4, k + 1, np.maximum(n - k, 1)), 1.0)
+        return lo, hi
+
+    (lo_s, hi_s), (lo_p, hi_p) = ends(a), ends(b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = np.fmax(special.ndtri(lo_s) - special.ndtri(hi_p), special.ndtri(lo_p) - special.ndtri(hi_s))
+    return np.maximum(np.nan_to_num(m, nan=0.0, neginf=0.0), 0.0)
+
+
+def audit_power(case: TradeoffCase, n_audit: int, k_factor: float, *, rng: np.random.Generator,
+                alpha: float = AUDIT_ALPHA, n_sim: int = 4000) -> float:
+    r"""Probability that the audit of :func:`audit_pair` (``n_audit`` draws per world) reports
+    :math:`\mu_{lb} > \mu_{GDP}` for the mechanism with ``k_factor`` times k (Spec R1).
+
+    Exact in law: the two event counts are :math:`\mathrm{Bin}(n, p_D)` and :math:`\mathrm{Bin}(n, p_{D'})` with
+    the exact probabilities of :func:`audit_event_probabilities`; ``n_sim`` simulated audits go through
+    :func:`mu_lower_bounds`. At ``k_factor = 1`` it is the false-alarm probability (at most ``alpha``)."""
+    n_audit = check_int(n_audit, "n_audit", lo=10)
+    n_sim = check_int(n_sim, "n_sim", lo=100)
+    gen = check_rng(rng)
+    p_s, p_sp = audit_event_probabilities(case, k_factor)
+    lb = mu_lower_bounds(gen.binomial(n_audit, p_s, n_sim), gen.binomial(n_audit, p_sp, n_sim), n_audit, alpha)
+    return float(np.mean(lb > case.mu_gdp))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -424,8 +494,13 @@ def calibration_table(epsilon: float, delta: float, *, n: int, d: int) -> list[d
 # verdict rows
 # ---------------------------------------------------------------------------------------------------------
 def check_privacy(v: Verdict, summary: Sequence[Mapping[str, Any]], n_alpha: int, claimed: float,
-                  audit_ok: GDPAuditResult, audit_bad: GDPAuditResult) -> None:
-    """The four R1 rows: exact curves above the bound, the bound attained, the audit, the broken variant."""
+                  audit_ok: GDPAuditResult, audit_bad: GDPAuditResult, *, power: float, false_alarm: float,
+                  required: float, k_factor: float = BROKEN_K_FACTOR) -> None:
+    """The four R1 rows: exact curves above the bound, the bound attained, the audit, the broken variant.
+
+    The broken-variant row passes only if this run's audit catches the variant (k times ``k_factor``) **and** the
+    audit's ``power`` against it (:func:`audit_power`) is at least ``required``; ``false_alarm`` is the power at
+    the correct k, stated beside."""
     worst = min(r["min_gap"] for r in summary)
     v.check("R1: exact trade-off >= G_mu on the grid", worst >= -1e-7,
             f"min over {len(summary)} cases, 2 orders, {n_alpha} alphas of T - G_mu = {worst:+.2e}")
@@ -433,9 +508,10 @@ def check_privacy(v: Verdict, summary: Sequence[Mapping[str, Any]], n_alpha: int
     v.check("R1: bound attained by linear losses", tight["max_gap"] < 0.02 and tight["below_half_mu_bound"] < -0.05,
             f"max(T - G_mu) = {tight['max_gap']:.4f}; min(T - G_mu/2) = {tight['below_half_mu_bound']:+.3f}")
     v.check("R1: audited mu lower bound <= claimed mu", audit_ok.mu_lower_bound <= claimed,
-            f"{audit_ok.mu_lower_bound:.3f} <= {claimed:.3f}")
-    v.check("R1: broken variant (k x 4) caught", audit_bad.mu_lower_bound > claimed,
-            f"{audit_bad.mu_lower_bound:.3f} > {claimed:.3f}")
+            f"{audit_ok.mu_lower_bound:.3f} <= {claimed:.3f}; false alarm {false_alarm:.4f}")
+    v.check(f"R1: broken variant (k x {k_factor:g}, mu x {math.sqrt(k_factor):.3g}) caught",
+            audit_bad.mu_lower_bound > claimed and power >= required,
+            f"{audit_bad.mu_lower_bound:.3f} > {claimed:.3f}; power {power:.3f} (need >= {required:g})")
 
 
 def check_utility(v: Verdict, records: Sequence[Mapping[str, Any]], fit: SlopeFit, *, interval: bool = True) -> None:

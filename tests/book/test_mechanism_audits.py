@@ -145,16 +145,81 @@ def test_p2_p4_checks_pass_and_fail():
     rows = [{"noise": nz, "J": J, "excess_mean": 0.5 * b, "bound": b, "exact_em": 0.5 * b, "se": 0.1}
             for nz in ("laplace", "gumbel") for J, b in ((4, 5.0), (16, 8.0))]
     tail = [{"t": 1.0, "ci_low": 0.2, "ci_high": 0.3, "bound": math.exp(-1.0), "exact": 0.25}]
-    slopes = {"laplace": (0.9, 0.85, 0.95), "gumbel": (1.0, 0.95, 1.05)}
     v = Verdict("test")
-    mc.p2_p4_checks(v, rows, slopes, tail, epsilon=1.0)
-    assert len(v.rows) == 6 and all(c.passed for c in v.rows), v.table_text()
-    bad = [r | {"excess_mean": 1.1 * r["bound"]} if r["noise"] == "gumbel" else r for r in rows]
+    mc.p2_p4_checks(v, rows, tail, epsilon=1.0)
+    assert len(v.rows) == 5 and all(c.passed for c in v.rows), v.table_text()
+    bad = [r | {"excess_mean": 1.1 * r["bound"]} for r in rows]
     v2 = Verdict("test")
-    mc.p2_p4_checks(v2, bad, {"laplace": (0.9, -0.1, 1.9)}, tail, epsilon=1.0)
-    assert [c.name for c in v2.rows if not c.passed] == ["P2 RNM excess grows like Delta ln J/eps",
+    mc.p2_p4_checks(v2, bad, tail, epsilon=1.0)
+    assert [c.name for c in v2.rows if not c.passed] == ["P2 RNM excess <= 4 Delta (ln J + 1)/eps",
                                                          "P4 EM excess <= 2 Delta (ln J + 1)/eps",
                                                          "P4 EM excess = exact Delta ln(J-1)/eps"]
+
+
+def test_rnm_first_probability_exact_values():
+    # J = 2, Laplace: P(Z1 - Z0 < g) with P(Z1 - Z0 > t) = e^{-t/b}(2 + t/b)/4 for t >= 0
+    for g, b in ((0.0, 1.0), (1.3, 2.0), (5.0, 0.7)):
+        assert mc.rnm_first_probability(2, g, b, "laplace") == pytest.approx(
+            1 - math.exp(-g / b) * (2 + g / b) / 4, abs=1e-10)
+    assert mc.rnm_first_probability(7, 0.0, 1.0, "laplace") == pytest.approx(1 / 7, abs=1e-10)
+    assert mc.rnm_first_probability(10, 2.0, 1.0, "gumbel") == pytest.approx(1 / (1 + 9 * math.exp(-2.0)))
+    with pytest.raises(ValueError, match="noise"):
+        mc.rnm_first_probability(4, 1.0, 1.0, "cauchy")
+
+
+@pytest.mark.parametrize("factor", [1.0, 2.0, 0.5])
+def test_rnm_exact_excess_matches_sampler(factor):
+    g, q = mc.rnm_exact_excess([64], epsilon=1.0, noise_factor=factor)
+    assert g[0] == pytest.approx(2 * math.log(63))
+    rec = mc.rnm_excess_task(rng=_rng(3), J=64, noise="laplace", K=40_000, epsilon=1.0, noise_factor=factor)
+    se = g[0] * math.sqrt(q[0] * (1 - q[0]) / 40_000)
+    assert abs(rec["excess"] - g[0] * q[0]) < 4.5 * se
+    # the exponential mechanism's closed form at factor 1: q = 1/2
+    assert mc.rnm_exact_excess([64], epsilon=1.0, noise="gumbel")[1][0] == pytest.approx(0.5)
+
+
+def test_p2_statistics_and_power():
+    J = [4, 16, 64, 256]
+    g, q = mc.rnm_exact_excess(J, epsilon=1.0)
+    zmax, zs = mc.p2_statistics(g * q, np.full(4, 100), J, g, q)
+    assert zmax == 0.0 and zs == 0.0
+    s = g * np.sqrt(q * (1 - q) / 100)
+    zmax, _ = mc.p2_statistics(g * q + np.array([0, 3, 0, 0]) * s, np.full(4, 100), J, g, q)
+    assert zmax == pytest.approx(3.0)
+    false_alarm = mc.p2_power(J, [1200] * 4, epsilon=1.0, noise_factor=1.0, rng=_rng(), n_sim=2000)
+    assert max(false_alarm) < 0.01
+    assert mc.p2_power(J, [1200] * 4, epsilon=1.0, noise_factor=2.0, rng=_rng(), n_sim=2000) == (1.0, 1.0)
+    # too few runs: the halved noise is missed most of the time
+    weak = mc.p2_power(J, [3] * 4, epsilon=1.0, noise_factor=0.5, rng=_rng(), n_sim=2000)
+    assert max(weak) < 0.5
+
+
+def _p2_records(factor: float, K: int = 300, reps: int = 2) -> list[dict]:
+    return [mc.rnm_excess_task(rng=_rng(100 * k + J), J=J, noise="laplace", K=K, epsilon=1.0, noise_factor=factor)
+            | {"J": J, "noise": "laplace", "K": K, "noise_factor": factor}
+            for J in (4, 16, 64) for k in range(reps)]
+
+
+def test_p2_checks_pass_and_fail():
+    recs = _p2_records(1.0) + _p2_records(2.0) + _p2_records(0.5)
+    rows = mc.p2_rows(recs, epsilon=1.0)
+    assert {r["noise_factor"] for r in rows} == {0.5, 1.0, 2.0} and all(r["draws"] == 600 for r in rows)
+    powers = {f: mc.p2_power([4, 16, 64], [600] * 3, epsilon=1.0, noise_factor=f, rng=_rng()) for f in
+              (1.0, 2.0, 0.5)}
+    v = Verdict("test")
+    mc.p2_checks(v, rows, powers, required=0.95)
+    assert len(v.rows) == 4 and all(c.passed for c in v.rows), v.table_text()
+    # the mechanism's records replaced by the twice-noisy ones: the claim rows fail
+    swapped = [r | {"noise_factor": 1.0} for r in rows if r["noise_factor"] == 2.0]
+    v2 = Verdict("test")
+    mc.p2_checks(v2, swapped, powers, required=0.95)
+    assert [c.passed for c in v2.rows] == [False, False]
+    # a power below the requirement fails the claim row even when the records pass
+    v3 = Verdict("test")
+    mc.p2_checks(v3, rows, powers | {0.5: (0.5, 0.9)}, required=0.95)
+    assert [c.passed for c in v3.rows] == [False, False, True, True]
+    with pytest.raises(ValueError, match="powers"):
+        mc.p2_checks(Verdict("t"), rows, {1.0: (0.0, 0.0)}, required=0.95)
 
 
 def test_plots_draw():

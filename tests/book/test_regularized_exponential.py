@@ -14,6 +14,7 @@ from dpsco_lib.algorithms.regularized_exponential import (
     linear_loss_data,
     regularized_exp_mu_gdp,
     regularized_exp_theory_params,
+    sample_regularized_exponential,
 )
 from dpsco_lib.experiments import SlopeFit, Verdict
 from dpsco_lib.privacy.accounting import gdp_epsilon
@@ -124,7 +125,7 @@ def test_verdict_rows_keep_their_names_and_can_fail():
         def __init__(self, mu: float) -> None:
             self.mu_lower_bound = mu
 
-    rc.check_privacy(v, summary, 11, 1.0, Audit(0.9), Audit(1.5))
+    rc.check_privacy(v, summary, 11, 1.0, Audit(0.9), Audit(1.5), power=0.97, false_alarm=0.0, required=0.95)
     util = [{"gap": 0.01, "gap_se": 0.001, "bound": 0.02}, {"gap": 0.05, "gap_se": 0.001, "bound": 0.04}]
     rc.check_utility(v, util, _fit(1.0, 0.9, 1.1))
     rows = [{"method": m, "d": d, "excess_mean": e} for m, d, e in
@@ -135,7 +136,7 @@ def test_verdict_rows_keep_their_names_and_can_fail():
         ("R1: exact trade-off >= G_mu on the grid", False),
         ("R1: bound attained by linear losses", True),
         ("R1: audited mu lower bound <= claimed mu", True),
-        ("R1: broken variant (k x 4) caught", True),
+        ("R1: broken variant (k x 1.44, mu x 1.2) caught", True),
         ("R2: E F - min F <= d/k (+3 SE)", False),
         ("R2: slope of E F - min F in d at fixed k", True),
         ("R2: regularized EM < pure EM for d >= 4", True),
@@ -143,6 +144,47 @@ def test_verdict_rows_keep_their_names_and_can_fail():
         ("R2: pure EM grows faster in d than regularized EM", True),
         ("pure-EM sampler converged (N/2 vs N steps)", False),
     ]
+
+
+def test_broken_variant_row_needs_the_power():
+    class Audit:
+        def __init__(self, mu: float) -> None:
+            self.mu_lower_bound = mu
+
+    summary = [{"min_gap": 0.0, "max_gap": 0.01, "below_half_mu_bound": -0.2}]
+    for power, bad_lb, ok in ((0.9, 1.5, False), (0.99, 0.95, False), (0.99, 1.05, True)):
+        v = Verdict("t")
+        rc.check_privacy(v, summary, 11, 1.0, Audit(0.9), Audit(bad_lb), power=power, false_alarm=0.0,
+                         required=0.95)
+        assert v.rows[-1].passed is ok
+
+
+def test_audit_event_probabilities_exact():
+    case = rc.tradeoff_cases()[0]  # mu_GDP = 1: two Gaussians 1 sd apart, mildly truncated to [-1, 1]
+    p_s, p_sp = rc.audit_event_probabilities(case)
+    assert case.mu_gdp == pytest.approx(1.0)
+    assert p_s == pytest.approx(1 - p_sp, abs=1e-5)  # symmetric around the threshold up to the truncation
+    assert p_s == pytest.approx(0.3085, abs=2e-3)  # Phi(-mu/2) up to the truncation at +-1
+    x = sample_regularized_exponential(case.problem, case.data, k=case.k * 1.44, mu=case.mu,
+                                          rng=np.random.default_rng(0), n_samples=40_000)[:, 0]
+    q = rc.audit_event_probabilities(case, 1.44)[0]
+    assert abs(np.mean(x > rc.audit_threshold(case)) - q) < 4.5 * math.sqrt(q * (1 - q) / 40_000)
+
+
+def test_mu_lower_bounds_match_the_library_and_power():
+    from dpsco_lib.privacy.audit import mu_gdp_lower_bound_from_counts
+
+    pairs = [(3000, 7000), (0, 10_000), (10_000, 0), (5000, 5000), (6900, 3100)]
+    got = rc.mu_lower_bounds(np.array([a for a, _ in pairs]), np.array([b for _, b in pairs]), 10_000, 1e-3)
+    want = [mu_gdp_lower_bound_from_counts(a, b, 10_000, 10_000, 1e-3).mu_lower_bound for a, b in pairs]
+    assert got == pytest.approx(want, abs=1e-8)
+    case = rc.tradeoff_cases()[0]
+    rng = np.random.default_rng(1)
+    assert rc.audit_power(case, 10_000, 1.0, rng=rng, n_sim=2000) <= 0.005
+    assert rc.audit_power(case, 10_000, 1.44, rng=rng, n_sim=2000) >= 0.95
+    assert rc.audit_power(case, 1_000, 1.44, rng=rng, n_sim=2000) < 0.5  # too few draws: the variant is missed
+    with pytest.raises(ValueError, match="case"):
+        rc.audit_event_probabilities(rc.tradeoff_cases()[2])
 
 
 def test_utility_slope_interval_only_when_asked():
