@@ -35,6 +35,7 @@ from dpsco_lib.problems.hard_lp import FingerprintLinearLp, fingerprint_lower_bo
 
 __all__ = [
     "EXCESS_FLOOR",
+    "FIGURE_BOOT",
     "THEOREM_CONSTANT",
     "LowerBoundClaim",
     "alpha_family",
@@ -65,6 +66,9 @@ __all__ = [
 #: Excess risks below this are recorded at this value (a log-log fit needs positive values; an exact optimum
 #: output would otherwise give 0 up to rounding).
 EXCESS_FLOOR = 1e-15
+
+#: Bootstrap resamples of the fits drawn in the figures and of the transition row (the claims use the profile's).
+FIGURE_BOOT = 200
 
 #: The constant ``c`` of the claim "worst-case error >= c (p - 1) sqrt(d)/(eps n)" (result L1): the fingerprinting
 #: argument's constant at ``p = 2``, ``1/(8 (e^eps - 1 + 4 delta sqrt d))`` (about ``1/13.8`` at ``eps = 1``),
@@ -204,7 +208,7 @@ def check_f3_rates(verdict: Verdict, records: Sequence[Mapping[str, Any]], *, va
     the family at every ``n`` (else the curve would be capped by the trivial error, not governed by the rate);
     learning (worst-case median excess at the largest ``n`` at most half the family's trivial error, the excess
     of ``x = 0`` on its hardest instance ``alpha = 1``); the ledgers certify ``epsilon``. Returns the fit of the
-    worst-case curve (for :func:`plot_worst_case`).
+    worst-case curve (for :func:`plot_worst_case`; :data:`FIGURE_BOOT` bootstrap resamples).
     """
     recs = _select(records, variant=variant)
     ns = sorted({int(r["n"]) for r in recs})
@@ -214,8 +218,8 @@ def check_f3_rates(verdict: Verdict, records: Sequence[Mapping[str, Any]], *, va
     verdict.claim(claim.evaluate(x, [r["excess"] for r in recs], family=alpha,
                                  trivial=[r["trivial"] for r in recs], rng=rng, required=required,
                                  n_boot=n_boot, n_resamples=n_resamples))
-    fit = fit_loglog_slope(x, [r["excess"] for r in recs], rng=rng, statistic="median", n_boot=n_boot,
-                           worst_over=alpha, level=claim.level)
+    fit = fit_loglog_slope(x, [r["excess"] for r in recs], rng=rng, statistic="median",
+                           n_boot=min(n_boot, FIGURE_BOOT), worst_over=alpha, level=claim.level)
     xs, reps, worst_alpha = worst_case_replicates(recs)
     alphas = sorted(set(alpha))
     interior = all(alphas[0] < a < alphas[-1] for a in worst_alpha)
@@ -379,7 +383,8 @@ def check_lower_bound(verdict: Verdict, records: Sequence[Mapping[str, Any]], *,
     verdict.check_at_least("L1: excess / bound where the bound is nearly tight (alpha <= alpha*/8), min over p",
                            min(pooled) if all(np.isfinite(pooled)) else math.nan, 1.0, what="the bound holds")
     return fit_loglog_slope([r["p"] - 1.0 for r in records], [r["excess"] for r in records], rng=rng,
-                            statistic="mean", n_boot=n_boot, worst_over=[r["alpha"] for r in records])
+                            statistic="mean", n_boot=min(n_boot, FIGURE_BOOT),
+                            worst_over=[r["alpha"] for r in records])
 
 
 def calibration_pair(variant: str, *, n: int, d: int, p: float, epsilon: float, rng: np.random.Generator,
@@ -678,7 +683,8 @@ def check_dimension_transition(verdict: Verdict, records: Sequence[Mapping[str, 
     governed by the rate); at every ``d`` and ``p > 1`` the worst-case Bayes risk (mean over replicates) is at
     least the explicit lower bound; the regime: the noise-free run's worst-case Bayes risk is at most
     ``regime[0]`` (F3, ``p > 1``) and ``regime[1]`` (``p = 1``) times the private one at every ``d`` (the private
-    term is what is measured); the ledgers certify ``epsilon``. Returns the fits of the curves (for the plot).
+    term is what is measured); the ledgers certify ``epsilon``. Returns the fits of the curves (for the plot and
+    the transition row; :data:`FIGURE_BOOT` bootstrap resamples).
     """
     groups = _by_p(records)
     fits: dict[float, SlopeFit] = {}
@@ -690,8 +696,8 @@ def check_dimension_transition(verdict: Verdict, records: Sequence[Mapping[str, 
         verdict.claim(claim.evaluate(x, [r["excess"] for r in recs], family=fam,
                                      trivial=[r["trivial"] for r in recs], rng=rng, required=required,
                                      n_boot=n_boot, n_resamples=n_resamples))
-        fits[p] = fit_loglog_slope(x, [r["excess"] for r in recs], rng=rng, statistic="median", n_boot=n_boot,
-                                   worst_over=fam, level=claim.level)
+        fits[p] = fit_loglog_slope(x, [r["excess"] for r in recs], rng=rng, statistic="median",
+                                   n_boot=min(n_boot, FIGURE_BOOT), worst_over=fam, level=claim.level)
     if 1.0 in fits and 2.0 in fits:
         f1, f2 = fits[1.0], fits[2.0]
         verdict.check("L1 transition: exponent intervals of p = 1 and p = 2 disjoint", f1.ci_high < f2.ci_low,
