@@ -4,8 +4,11 @@ r"""Experiments of notebook 06: GG-VR-SFW (result F3, naive and tree) and the lo
 Every run draws an instance of :class:`~dpsco_lib.problems.hard_lp.FingerprintLinearLp` (means from the
 fingerprinting prior, padding fraction ``alpha`` = the hardness parameter), samples ``n`` records, runs
 :func:`~dpsco_lib.algorithms.gg_vr_sfw.run_gg_vr_sfw` at ``(epsilon, delta = n^-1.1)`` and reports the exact
-excess population risk. A rate is read on the worst case over the family ``alpha in {1, 1/2, 1/4, ...}``
-(:func:`~dpsco_lib.experiments.analysis.fit_loglog_slope` with ``worst_over``).
+excess population risk. A rate is read on the worst case over a fixed lattice of ``alpha`` (from 1 down to
+1/128, the same at every ``n`` and ``d``) and tested as a declared claim
+(:class:`~dpsco_lib.experiments.claims.RateClaim`, :func:`f3_rate_claim`, :func:`dimension_claim`) against the
+output ``x = 0`` and the neighbouring regime; the private term of result L1 is the lower-bound claim
+:func:`theorem_bound_claim`, whose control is the non-private empirical risk minimizer.
 
 The transition of result L1 is measured against the dimension at fixed ``n`` (:func:`dimension_run`,
 :func:`check_dimension_transition`): F3 (tree) on the same construction at ``1 < p <= 2``, and at ``p = 1`` the
