@@ -300,6 +300,7 @@ class LowerBoundClaim:
 
     @property
     def window(self) -> str:
+        """The accepted values, e.g. ``>= 0.0625 x (p - 1) sqrt(d)/(eps n) in every cell``."""
         return f">= {self.constant:g} x {self.bound_text} in every cell"
 
     def _ratios(self, cells: Mapping[tuple[float, ...], Mapping[float, np.ndarray]], rng: np.random.Generator,
@@ -307,7 +308,7 @@ class LowerBoundClaim:
         """Minimum over the cells of worst-case mean / bound: per resampled experiment (``outer > 0``) or for
         the data (``outer = 0``, one value), and the cell where the data attain it."""
         o = max(outer, 1)
-        best, where, arg = np.full(o, np.inf), np.full(o, -1), None
+        best, where = np.full(o, np.inf), np.full(o, -1)
         for i, (key, members) in enumerate(cells.items()):
             worst = np.zeros(o)
             for vals in members.values():
@@ -316,8 +317,7 @@ class LowerBoundClaim:
             ratio = worst / float(self.bound(*key))
             where = np.where(ratio < best, i, where)
             best = np.minimum(best, ratio)
-        arg = list(cells)[int(where[0])]
-        return best, arg
+        return best, list(cells)[int(where[0])]
 
     def evaluate(self, records: Sequence[Mapping[str, Any]], *, rng: np.random.Generator, required: float,
                  value: str = "excess", control: str = "excess_erm", family: str = "alpha",
