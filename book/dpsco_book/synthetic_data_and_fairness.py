@@ -523,7 +523,8 @@ def x2_audit_checks(v: Any, audit: list[dict[str, Any]]) -> None:
                 predicted=("<= " if not want else "> ") + f"{row['claimed eps (per draw)']:.3f}")
 
 
-def x2_hard_verdict_checks(v: Any, records: list[dict[str, Any]], long: dict[str, np.ndarray], outcome: Any) -> None:
+def x2_hard_verdict_checks(v: Any, records: list[dict[str, Any]], long: dict[str, np.ndarray],
+                           outcome: Any | None) -> None:
     """The X2 rows on the hard family (Spec X2, Thm 3.1 (7)): learning at the largest n (the worst case over the
     family of the median excess is at most half the worst case of the trivial output, max_Delta Delta (1 - 1/d):
     minimax risk against minimax risk; a member whose margin is below the resolution at that n cannot be learnt
@@ -536,7 +537,8 @@ def x2_hard_verdict_checks(v: Any, records: list[dict[str, Any]], long: dict[str
                     what="0.5 x worst trivial excess over the family")
     v.check_at_most("X2 family: every run's excess / bound of Thm 3.1", max(r["max excess / bound"] for r in rows),
                     1.0, what="bound at the run's parameters")
-    v.claim(outcome)
+    if outcome is not None:  # the rate claim needs the paper grid (see notebook 13's verdict)
+        v.claim(outcome)
 
 
 X1_NEIGHBOUR = -0.4
@@ -587,7 +589,7 @@ def x2_hard_claim(pred: dict[str, float]) -> RateClaim:
     regime's -2/5, tolerance 0.04 or half the gap, whichever is smaller."""
     gap = X1_NEIGHBOUR - pred["hi"]
     return RateClaim("X2 family exponent in n", "Algorithm 1 on the planted max-of-losses family, eps = 1: "
-                     "worst-case median worst-group excess ~ Thm 3.1's bound", (pred["lo"], pred["hi"]),
+                     "worst-case mean worst-group excess ~ Thm 3.1's bound", (pred["lo"], pred["hi"]),
                      X1_NEIGHBOUR, min(0.04, gap / 2), "Gonzalez, Guzman and Paquette 2024, Thm 3.1",
                      statistic="mean", level=0.99)
 
