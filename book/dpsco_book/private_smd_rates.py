@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -25,13 +26,14 @@ from scipy.special import logsumexp
 
 from dpsco_book.privacy_rule import delta_for_n
 from dpsco_lib._validation import check_int, check_positive
-from dpsco_lib.algorithms.anytime_smd import run_anytime_smd_sco, run_anytime_smd_sco_many
+from dpsco_lib.algorithms.anytime_smd import alg5_theory_params, run_anytime_smd_sco, run_anytime_smd_sco_many
 from dpsco_lib.algorithms.private_smd_saddle import (
     alg1_theory_params,
     run_private_smd_saddle,
     run_private_smd_saddle_many,
 )
 from dpsco_lib.experiments.analysis import SlopeFit, Verdict, fit_loglog_slope, worst_case_curve
+from dpsco_lib.experiments.claims import BoundClaim, RateClaim
 from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT
 from dpsco_lib.privacy.audit import canary_audit, epsilon_lower_bound_from_counts
 from dpsco_lib.problems.dataset import Dataset
@@ -41,7 +43,10 @@ from dpsco_lib.testing import step_scaled
 
 __all__ = [
     "A1_EXPONENTS",
+    "A1_NEIGHBOURS",
     "A5_EXPONENTS",
+    "A5_NEIGHBOURS",
+    "HARDNESS_LATTICE",
     "a1_audit",
     "a1_declared",
     "a1_gap_task",
@@ -49,8 +54,12 @@ __all__ = [
     "a5_declared",
     "a5_excess_task",
     "a5_margins",
+    "bound_claim",
     "bound_ratio_rows",
     "calibration_runs",
+    "claim_records",
+    "declared_range",
+    "design_params",
     "effective_n",
     "exponent_fits",
     "learning_rows",
@@ -60,10 +69,19 @@ __all__ = [
     "planted_noiseless_excess",
     "plot_regimes",
     "predicted_ranges",
+    "rate_claim",
 ]
 
 A1_EXPONENTS = {"quadratic": -1.0 / 2.0, "second_order": -2.0 / 5.0, "first_order": -1.0 / 3.0}
 A5_EXPONENTS = {"second_order": -1.0 / 2.0, "first_order": -2.0 / 5.0}
+#: The nearest neighbouring regime of each exponent (the wrong-regime control of the claims): Algorithm 1's
+#: three rates 1/2, 2/5, 1/3 of Thm 3.1; Algorithm 5's 1/2 and 2/5 of Thm 4.2, and next to 2/5 the rate 1/3
+#: of the per-step redraws (``tau = 1``, Algorithm 1's first-order rate), the nearer of its two neighbours.
+A1_NEIGHBOURS = {"quadratic": -2.0 / 5.0, "second_order": -1.0 / 3.0, "first_order": -2.0 / 5.0}
+A5_NEIGHBOURS = {"second_order": -2.0 / 5.0, "first_order": -1.0 / 3.0}
+#: The fixed lattice of margins (hardness parameters) of the planted families: two decades, the same at every
+#: ``n`` and ``d``; the claims read the worst case over it.
+HARDNESS_LATTICE = (0.01, 0.1, 1.0)
 
 
 def effective_n(n: int, epsilon: float) -> float:
@@ -249,6 +267,100 @@ def predicted_ranges(records: Sequence[Mapping[str, Any]], exponents: Mapping[st
         ends = [e, local, *attained.values()]
         out[k] = {"asymptotic": e, "local": local, "terms": attained, "lo": min(ends), "hi": max(ends)}
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# declared claims: frozen from the theorem and the design before the run
+# ---------------------------------------------------------------------------------------------------------
+_CITE = {"A1": "GGP24 Thm 3.1 (Spec A1)", "A5": "GGP24 Thm 4.2 (Spec A5)"}
+
+
+@lru_cache(maxsize=256)
+def design_params(algorithm: str, regime: str, n: int, *, d: int, epsilon: float) -> Any:
+    """The parameters the run will use at ``n`` (``Alg1Params`` or ``Alg5Params`` of the declared family at
+    ``delta = delta_for_n(n)``): a function of the theorem's rule and the class constants only, so available
+    before any record is drawn. The constants do not depend on the margin, so neither does the design (cached: the
+    claims of a notebook ask for the same design twice)."""
+    if algorithm == "A1":
+        g = a1_declared(regime, d, 1.0)
+        return alg1_theory_params(n, d=(g.dx, g.dy), epsilon=epsilon, delta=delta_for_n(n), L0=g.L0, L1=g.L1,
+                                  L2=g.L2, regime=regime)
+    if algorithm == "A5":
+        p = a5_declared(regime, d, 1.0)
+        return alg5_theory_params(n, n_vertices=d, epsilon=epsilon, delta=delta_for_n(n), L0=p.L0, L1=p.L1,
+                                  L2=p.L2, regime=regime)
+    raise ValueError(f"algorithm must be 'A1' or 'A5', got {algorithm!r}")
+
+
+def _exponents(algorithm: str) -> tuple[Mapping[str, float], Mapping[str, float]]:
+    if algorithm not in _CITE:
+        raise ValueError(f"algorithm must be 'A1' or 'A5', got {algorithm!r}")
+    return (A1_EXPONENTS, A1_NEIGHBOURS) if algorithm == "A1" else (A5_EXPONENTS, A5_NEIGHBOURS)
+
+
+def declared_range(algorithm: str, regime: str, n_grid: Sequence[int], *, d: int,
+                   epsilon: float) -> tuple[float, float]:
+    r"""The exponent in :math:`m` (:func:`effective_n`) that the theorem predicts over ``n_grid``, before the run.
+
+    One range for both algorithms: from the asymptotic exponent of the regime (Thm 3.1 or Thm 4.2 of [GGP24]) to
+    the least-squares slope of :math:`\log \mathrm{bound}(n)` against :math:`\log m` over the grid, ``bound`` the
+    theorem's bound at the design's own parameters (:func:`design_params`: integer ``K, T`` (and ``tau, K'``) and
+    the accountant's exact per-draw budget). No measurement enters.
+    """
+    exps, _ = _exponents(algorithm)
+    if regime not in exps:
+        raise ValueError(f"regime must be one of {sorted(exps)}, got {regime!r}")
+    grid = sorted({check_int(n, "n_grid", lo=2) for n in n_grid})
+    if len(grid) < 2:
+        raise ValueError(f"n_grid must hold at least two distinct sizes, got {list(n_grid)!r}")
+    lm = np.log([effective_n(n, epsilon) for n in grid])
+    lb = np.log([design_params(algorithm, regime, n, d=d, epsilon=epsilon).bound for n in grid])
+    local = float(np.polyfit(lm, lb, 1)[0])
+    return min(exps[regime], local), max(exps[regime], local)
+
+
+def rate_claim(algorithm: str, regime: str, n_grid: Sequence[int], *, d: int, epsilon: float) -> RateClaim:
+    """The declared exponent claim of ``regime``: the range of :func:`declared_range`, the neighbouring regime of
+    ``A1_NEIGHBOURS``/``A5_NEIGHBOURS`` and the widest tolerance the gap allows (half of it, rounded down to
+    ``10^-3``)."""
+    exps, neighbours = _exponents(algorithm)
+    lo, hi = declared_range(algorithm, regime, n_grid, d=d, epsilon=epsilon)
+    nb = neighbours[regime]
+    gap = lo - nb if nb < lo else nb - hi
+    what = "gap" if algorithm == "A1" else "excess risk"
+    return RateClaim(f"{algorithm} {regime.replace('_', '-')}: exponent in m",
+                     f"worst-case mean {what} over the margin lattice ~ m^{exps[regime]:+.3g}",
+                     (lo, hi), nb, math.floor(500.0 * gap) / 1000.0, _CITE[algorithm])
+
+
+def bound_claim(algorithm: str, regime: str, n_grid: Sequence[int], *, d: int, epsilon: float,
+                constant: float = 1.0) -> BoundClaim:
+    r"""The worst-case error over the lattice is at most ``constant`` times the theorem's bound at the design's
+    parameters (Alg1Params/Alg5Params ``bound``, the bound model with every absolute constant 1), at every ``n``
+    of the grid, indexed by :math:`m` (:func:`effective_n`). The proofs of [GGP24] leave their absolute constants
+    implicit, so ``constant`` is a stated cap, not the theorem's constant."""
+    _exponents(algorithm)
+    table = {effective_n(n, epsilon): design_params(algorithm, regime, n, d=d, epsilon=epsilon).bound
+             for n in n_grid}
+    keys = np.array(sorted(table))
+
+    def bound(m: float) -> float:
+        k = float(keys[np.argmin(np.abs(keys - m))])
+        if not math.isclose(k, m, rel_tol=1e-9):
+            raise ValueError(f"m = {m!r} is not a point of the declared grid")
+        return table[k]
+
+    what = "gap" if algorithm == "A1" else "excess risk"
+    return BoundClaim(f"{algorithm} {regime.replace('_', '-')}: error <= bound",
+                      f"worst-case mean {what} over the margin lattice below {constant:g} x the bound",
+                      bound, "bound(design at n)", float(constant), _CITE[algorithm])
+
+
+def claim_records(long: Mapping[str, Mapping[str, np.ndarray]], regime: str) -> dict[str, np.ndarray]:
+    """The keyword arrays of ``claim.evaluate`` for ``regime``: ``x`` = m, ``y`` the replicate errors, ``family``
+    the margin and ``trivial`` the uniform start point's error on the same member (the learns-nothing control)."""
+    v = long[regime]
+    return {"x": v["m"], "y": v["y"], "family": v["label"], "trivial": v["trivial"]}
 
 
 def planted_noiseless_excess(margin: float, d: int, T: int, eta: float) -> float:
