@@ -1,5 +1,7 @@
 r"""Experiments of notebooks 09 and 12: Algorithm 1 (Spec A1) and Algorithm 5 (Spec A5) of [GGP24] on the
-planted-vertex families of :mod:`dpsco_lib.problems.hard_saddle`.
+planted-vertex families of :mod:`dpsco_lib.problems.hard_saddle`, their declared claims (an exponent range and a
+bound, frozen from the theorem and the design before the run, with the learns-nothing and wrong-regime controls
+of :mod:`dpsco_lib.experiments.claims`) and the comparison of Algorithm 5 with Poly-SFW and tree Frank-Wolfe.
 
 Everything here is measured: the exact population duality gap (Algorithm 1) or excess risk (Algorithm 5) of
 the released output on each member of a family, at ``delta = n^-1.1`` (:func:`delta_for_n`).
@@ -46,6 +48,7 @@ __all__ = [
     "A1_NEIGHBOURS",
     "A5_EXPONENTS",
     "A5_NEIGHBOURS",
+    "COMPARED",
     "HARDNESS_LATTICE",
     "a1_audit",
     "a1_declared",
@@ -58,6 +61,8 @@ __all__ = [
     "bound_ratio_rows",
     "calibration_runs",
     "claim_records",
+    "comparison_rows",
+    "comparison_task",
     "declared_range",
     "design_params",
     "effective_n",
@@ -67,6 +72,7 @@ __all__ = [
     "long_format",
     "pairwise_separated",
     "planted_noiseless_excess",
+    "plot_comparison",
     "plot_regimes",
     "predicted_ranges",
     "rate_claim",
@@ -481,6 +487,71 @@ def plot_regimes(ax: Any, long: Mapping[str, Mapping[str, np.ndarray]], fits: Ma
                   guide=(e, f"$m^{{{e:+.3g}}}$ ({k.replace('_', '-')})"))
     ax.set_xlabel(r"$m = n\varepsilon/\sqrt{\ln(1/\delta)}$")
     ax.legend(fontsize=7, ncol=2)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Algorithm 5 against the Frank-Wolfe methods on the same problems
+# ---------------------------------------------------------------------------------------------------------
+#: The methods of the comparison of notebook 12: Algorithm 5 with its second-order rule, and the registry's
+#: Poly-SFW (Spec F1, [BGN21]) and tree-structured variance-reduced Frank-Wolfe (Spec F2, [AFKT21]).
+COMPARED = ("A5 anytime SMD", "F1 Poly-SFW", "F2 tree FW")
+
+
+def comparison_task(*, rng: np.random.Generator, n: int, d: int, margins: Sequence[float], epsilon: float,
+                    runs: int, a5_runs: int = 32) -> dict[str, Any]:
+    """Algorithm 5 (second-order rule, the class of a linear loss) and the Frank-Wolfe methods of the registry,
+    each with its library defaults, on the same records of every member of the planted linear family.
+
+    Returns, per method ``k`` of :data:`COMPARED` and margin index ``i``, ``<k>|<i>``: the mean exact excess
+    risk of ``runs`` runs (``a5_runs`` for Algorithm 5, whose runs are vectorized) on one draw of ``n``
+    records; ``certified``: the largest certified epsilon of all runs at ``delta = delta_for_n(n)``; ``m``
+    (:func:`effective_n`).
+    """
+    from dpsco_lib.algorithms.registry import get_algorithm
+
+    runs = check_int(runs, "runs", lo=1)
+    a5_runs = check_int(a5_runs, "a5_runs", lo=1)
+    delta = delta_for_n(n)
+    out: dict[str, Any] = {"m": effective_n(n, epsilon)}
+    certified = []
+    for i, margin in enumerate(margins):
+        prob = a5_declared("second_order", d, margin)
+        data = prob.sample(n, rng)
+        res = run_anytime_smd_sco_many(prob, data, n_runs=a5_runs, epsilon=epsilon, delta=delta, rng=rng,
+                                       regime="second_order")
+        out[f"{COMPARED[0]}|{i}"] = float(np.mean([prob.excess_risk(x) for x in res["x"]]))
+        certified.append(res["ledger"].epsilon(delta))
+        for key in COMPARED[1:]:
+            runner = get_algorithm(key).runner
+            results = [runner(prob, data, epsilon=epsilon, delta=delta, rng=rng) for _ in range(runs)]
+            out[f"{key}|{i}"] = float(np.mean([prob.excess_risk(r.x) for r in results]))
+            certified.extend(r.ledger.epsilon(delta) for r in results)
+    out["certified"] = float(max(certified))
+    return out
+
+
+def comparison_rows(records: Sequence[Mapping[str, Any]], margins: Sequence[float]) -> list[dict[str, Any]]:
+    """Per method and ``n``: the worst case over the margins of the mean excess risk (mean over the records'
+    replicates) and the margin that attains it."""
+    rows = []
+    for key in COMPARED:
+        for n in sorted({int(r["n"]) for r in records}):
+            at = [r for r in records if int(r["n"]) == n]
+            means = [float(np.mean([r[f"{key}|{i}"] for r in at])) for i in range(len(margins))]
+            j = int(np.argmax(means))
+            rows.append({"method": key, "n": n, "m": float(at[0]["m"]), "worst excess": means[j],
+                         "worst margin": float(margins[j])})
+    return rows
+
+
+def plot_comparison(ax: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Worst-case excess risk against ``m`` for each method of :func:`comparison_rows` (log-log)."""
+    for key, marker in zip(COMPARED, "osd", strict=True):
+        pts = [(r["m"], r["worst excess"]) for r in rows if r["method"] == key]
+        ax.loglog(*zip(*pts, strict=True), marker=marker, label=key)
+    ax.set_xlabel(r"$m = n\varepsilon/\sqrt{\ln(1/\delta)}$")
+    ax.set_ylabel("exact excess risk (worst member, mean)")
+    ax.legend(fontsize=8)
 
 
 # ---------------------------------------------------------------------------------------------------------
