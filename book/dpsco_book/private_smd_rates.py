@@ -325,10 +325,11 @@ def declared_range(algorithm: str, regime: str, n_grid: Sequence[int], *, d: int
     return min(exps[regime], local), max(exps[regime], local)
 
 
-def rate_claim(algorithm: str, regime: str, n_grid: Sequence[int], *, d: int, epsilon: float) -> RateClaim:
+def rate_claim(algorithm: str, regime: str, n_grid: Sequence[int], *, d: int, epsilon: float,
+               level: float = 0.95) -> RateClaim:
     """The declared exponent claim of ``regime``: the range of :func:`declared_range`, the neighbouring regime of
-    ``A1_NEIGHBOURS``/``A5_NEIGHBOURS`` and the widest tolerance the gap allows (half of it, rounded down to
-    ``10^-3``)."""
+    ``A1_NEIGHBOURS``/``A5_NEIGHBOURS``, the widest tolerance the gap allows (half of it, rounded down to
+    ``10^-3``) and the confidence ``level`` of the bootstrap interval that must meet the range."""
     exps, neighbours = _exponents(algorithm)
     lo, hi = declared_range(algorithm, regime, n_grid, d=d, epsilon=epsilon)
     nb = neighbours[regime]
@@ -336,7 +337,7 @@ def rate_claim(algorithm: str, regime: str, n_grid: Sequence[int], *, d: int, ep
     what = "gap" if algorithm == "A1" else "excess risk"
     return RateClaim(f"{algorithm} {regime.replace('_', '-')}: exponent in m",
                      f"worst-case mean {what} over the margin lattice ~ m^{exps[regime]:+.3g}",
-                     (lo, hi), nb, math.floor(500.0 * gap) / 1000.0, _CITE[algorithm])
+                     (lo, hi), nb, math.floor(500.0 * gap) / 1000.0, _CITE[algorithm], level=level)
 
 
 def bound_claim(algorithm: str, regime: str, n_grid: Sequence[int], *, d: int, epsilon: float,
