@@ -258,6 +258,7 @@ def test_rate_claim_takes_half_the_gap_to_the_neighbouring_regime(alg, regime, n
     assert (lo, hi) == pytest.approx(sc.declared_range(alg, regime, grid, d=4, epsilon=1.0))
     assert c.neighbour == pytest.approx(neighbour)
     assert c.gap / 2 - 1e-3 <= c.tolerance <= c.gap / 2
+    assert c.level == 0.95 and sc.rate_claim(alg, regime, grid, d=4, epsilon=1.0, level=0.99).level == 0.99
 
 
 def test_rate_claim_accepts_the_predicted_decay_and_rejects_both_controls():
