@@ -264,7 +264,7 @@ SWEEP_N: tuple[int, ...] = (4000, 10000, 25000, 64000, 160000)
 SWEEP_N_GRID: dict[str, tuple[int, ...]] = {r: SWEEP_N for r in SWEEP_REGIMES}
 #: The constant entries of every grid point of notebook 09's sweep: ``D``, ``MARGINS``, ``EPS``, runs per
 #: replicate and one replicate per task (the replicates are the sweep's seeds).
-SWEEP_POINT: dict[str, Any] = {"d": 10, "margins": [0.25, 0.5, 1.0], "epsilon": 1.0, "runs": 8, "reps": 1}
+SWEEP_POINT: dict[str, Any] = {"d": 10, "margins": [0.01, 0.1, 1.0], "epsilon": 1.0, "runs": 8, "reps": 1}
 #: Notebook 09's paper ``REPS``: the sweep's ``seeds``.
 SWEEP_SEEDS = 5
 SWEEP_SOURCE = ("notebooks/09_private_smd_saddle.ipynb, sweep 'gap vs n' (Spec A1): Algorithm 1 at eps = 1, "
@@ -273,7 +273,7 @@ SWEEP_SOURCE = ("notebooks/09_private_smd_saddle.ipynb, sweep 'gap vs n' (Spec A
 
 
 def sweep_gap_vs_n(*, rng: np.random.Generator, regime: str, n: int, d: int = 10,
-                   margins: Any = (0.25, 0.5, 1.0), epsilon: float = 1.0, runs: int = 8,
+                   margins: Any = (0.01, 0.1, 1.0), epsilon: float = 1.0, runs: int = 8,
                    reps: int = 1) -> dict[str, Any]:
     r"""Notebook 09's sweep task: one replicate of :func:`~dpsco_book.private_smd_rates.a1_gap_task`.
 

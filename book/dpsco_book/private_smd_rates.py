@@ -1,5 +1,7 @@
 r"""Experiments of notebooks 09 and 12: Algorithm 1 (Spec A1) and Algorithm 5 (Spec A5) of [GGP24] on the
-planted-vertex families of :mod:`dpsco_lib.problems.hard_saddle`.
+planted-vertex families of :mod:`dpsco_lib.problems.hard_saddle`, their declared claims (an exponent range and a
+bound, frozen from the theorem and the design before the run, with the learns-nothing and wrong-regime controls
+of :mod:`dpsco_lib.experiments.claims`) and the comparison of Algorithm 5 with Poly-SFW and tree Frank-Wolfe.
 
 Everything here is measured: the exact population duality gap (Algorithm 1) or excess risk (Algorithm 5) of
 the released output on each member of a family, at ``delta = n^-1.1`` (:func:`delta_for_n`).
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -25,13 +28,14 @@ from scipy.special import logsumexp
 
 from dpsco_book.privacy_rule import delta_for_n
 from dpsco_lib._validation import check_int, check_positive
-from dpsco_lib.algorithms.anytime_smd import run_anytime_smd_sco, run_anytime_smd_sco_many
+from dpsco_lib.algorithms.anytime_smd import alg5_theory_params, run_anytime_smd_sco, run_anytime_smd_sco_many
 from dpsco_lib.algorithms.private_smd_saddle import (
     alg1_theory_params,
     run_private_smd_saddle,
     run_private_smd_saddle_many,
 )
 from dpsco_lib.experiments.analysis import SlopeFit, Verdict, fit_loglog_slope, worst_case_curve
+from dpsco_lib.experiments.claims import BoundClaim, RateClaim
 from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT
 from dpsco_lib.privacy.audit import canary_audit, epsilon_lower_bound_from_counts
 from dpsco_lib.problems.dataset import Dataset
@@ -41,7 +45,11 @@ from dpsco_lib.testing import step_scaled
 
 __all__ = [
     "A1_EXPONENTS",
+    "A1_NEIGHBOURS",
     "A5_EXPONENTS",
+    "A5_NEIGHBOURS",
+    "COMPARED",
+    "HARDNESS_LATTICE",
     "a1_audit",
     "a1_declared",
     "a1_gap_task",
@@ -49,8 +57,14 @@ __all__ = [
     "a5_declared",
     "a5_excess_task",
     "a5_margins",
+    "bound_claim",
     "bound_ratio_rows",
     "calibration_runs",
+    "claim_records",
+    "comparison_rows",
+    "comparison_task",
+    "declared_range",
+    "design_params",
     "effective_n",
     "exponent_fits",
     "learning_rows",
@@ -58,12 +72,22 @@ __all__ = [
     "long_format",
     "pairwise_separated",
     "planted_noiseless_excess",
+    "plot_comparison",
     "plot_regimes",
     "predicted_ranges",
+    "rate_claim",
 ]
 
 A1_EXPONENTS = {"quadratic": -1.0 / 2.0, "second_order": -2.0 / 5.0, "first_order": -1.0 / 3.0}
 A5_EXPONENTS = {"second_order": -1.0 / 2.0, "first_order": -2.0 / 5.0}
+#: The nearest neighbouring regime of each exponent (the wrong-regime control of the claims): Algorithm 1's
+#: three rates 1/2, 2/5, 1/3 of Thm 3.1; Algorithm 5's 1/2 and 2/5 of Thm 4.2, and next to 2/5 the rate 1/3
+#: of the per-step redraws (``tau = 1``, Algorithm 1's first-order rate), the nearer of its two neighbours.
+A1_NEIGHBOURS = {"quadratic": -2.0 / 5.0, "second_order": -1.0 / 3.0, "first_order": -2.0 / 5.0}
+A5_NEIGHBOURS = {"second_order": -2.0 / 5.0, "first_order": -1.0 / 3.0}
+#: The fixed lattice of margins (hardness parameters) of the planted families: two decades, the same at every
+#: ``n`` and ``d``; the claims read the worst case over it.
+HARDNESS_LATTICE = (0.01, 0.1, 1.0)
 
 
 def effective_n(n: int, epsilon: float) -> float:
@@ -251,6 +275,101 @@ def predicted_ranges(records: Sequence[Mapping[str, Any]], exponents: Mapping[st
     return out
 
 
+# ---------------------------------------------------------------------------------------------------------
+# declared claims: frozen from the theorem and the design before the run
+# ---------------------------------------------------------------------------------------------------------
+_CITE = {"A1": "GGP24 Thm 3.1 (Spec A1)", "A5": "GGP24 Thm 4.2 (Spec A5)"}
+
+
+@lru_cache(maxsize=256)
+def design_params(algorithm: str, regime: str, n: int, *, d: int, epsilon: float) -> Any:
+    """The parameters the run will use at ``n`` (``Alg1Params`` or ``Alg5Params`` of the declared family at
+    ``delta = delta_for_n(n)``): a function of the theorem's rule and the class constants only, so available
+    before any record is drawn. The constants do not depend on the margin, so neither does the design (cached: the
+    claims of a notebook ask for the same design twice)."""
+    if algorithm == "A1":
+        g = a1_declared(regime, d, 1.0)
+        return alg1_theory_params(n, d=(g.dx, g.dy), epsilon=epsilon, delta=delta_for_n(n), L0=g.L0, L1=g.L1,
+                                  L2=g.L2, regime=regime)
+    if algorithm == "A5":
+        p = a5_declared(regime, d, 1.0)
+        return alg5_theory_params(n, n_vertices=d, epsilon=epsilon, delta=delta_for_n(n), L0=p.L0, L1=p.L1,
+                                  L2=p.L2, regime=regime)
+    raise ValueError(f"algorithm must be 'A1' or 'A5', got {algorithm!r}")
+
+
+def _exponents(algorithm: str) -> tuple[Mapping[str, float], Mapping[str, float]]:
+    if algorithm not in _CITE:
+        raise ValueError(f"algorithm must be 'A1' or 'A5', got {algorithm!r}")
+    return (A1_EXPONENTS, A1_NEIGHBOURS) if algorithm == "A1" else (A5_EXPONENTS, A5_NEIGHBOURS)
+
+
+def declared_range(algorithm: str, regime: str, n_grid: Sequence[int], *, d: int,
+                   epsilon: float) -> tuple[float, float]:
+    r"""The exponent in :math:`m` (:func:`effective_n`) that the theorem predicts over ``n_grid``, before the run.
+
+    One range for both algorithms: from the asymptotic exponent of the regime (Thm 3.1 or Thm 4.2 of [GGP24]) to
+    the least-squares slope of :math:`\log \mathrm{bound}(n)` against :math:`\log m` over the grid, ``bound`` the
+    theorem's bound at the design's own parameters (:func:`design_params`: integer ``K, T`` (and ``tau, K'``) and
+    the accountant's exact per-draw budget). No measurement enters.
+    """
+    exps, _ = _exponents(algorithm)
+    if regime not in exps:
+        raise ValueError(f"regime must be one of {sorted(exps)}, got {regime!r}")
+    grid = sorted({check_int(n, "n_grid", lo=2) for n in n_grid})
+    if len(grid) < 2:
+        raise ValueError(f"n_grid must hold at least two distinct sizes, got {list(n_grid)!r}")
+    lm = np.log([effective_n(n, epsilon) for n in grid])
+    lb = np.log([design_params(algorithm, regime, n, d=d, epsilon=epsilon).bound for n in grid])
+    local = float(np.polyfit(lm, lb, 1)[0])
+    return min(exps[regime], local), max(exps[regime], local)
+
+
+def rate_claim(algorithm: str, regime: str, n_grid: Sequence[int], *, d: int, epsilon: float,
+               level: float = 0.95) -> RateClaim:
+    """The declared exponent claim of ``regime``: the range of :func:`declared_range`, the neighbouring regime of
+    ``A1_NEIGHBOURS``/``A5_NEIGHBOURS``, the widest tolerance the gap allows (half of it, rounded down to
+    ``10^-3``) and the confidence ``level`` of the bootstrap interval that must meet the range."""
+    exps, neighbours = _exponents(algorithm)
+    lo, hi = declared_range(algorithm, regime, n_grid, d=d, epsilon=epsilon)
+    nb = neighbours[regime]
+    gap = lo - nb if nb < lo else nb - hi
+    what = "gap" if algorithm == "A1" else "excess risk"
+    return RateClaim(f"{algorithm} {regime.replace('_', '-')}: exponent in m",
+                     f"worst-case mean {what} over the margin lattice ~ m^{exps[regime]:+.3g}",
+                     (lo, hi), nb, math.floor(500.0 * gap) / 1000.0, _CITE[algorithm], level=level)
+
+
+def bound_claim(algorithm: str, regime: str, n_grid: Sequence[int], *, d: int, epsilon: float,
+                constant: float = 1.0) -> BoundClaim:
+    r"""The worst-case error over the lattice is at most ``constant`` times the theorem's bound at the design's
+    parameters (Alg1Params/Alg5Params ``bound``, the bound model with every absolute constant 1), at every ``n``
+    of the grid, indexed by :math:`m` (:func:`effective_n`). The proofs of [GGP24] leave their absolute constants
+    implicit, so ``constant`` is a stated cap, not the theorem's constant."""
+    _exponents(algorithm)
+    table = {effective_n(n, epsilon): design_params(algorithm, regime, n, d=d, epsilon=epsilon).bound
+             for n in n_grid}
+    keys = np.array(sorted(table))
+
+    def bound(m: float) -> float:
+        k = float(keys[np.argmin(np.abs(keys - m))])
+        if not math.isclose(k, m, rel_tol=1e-9):
+            raise ValueError(f"m = {m!r} is not a point of the declared grid")
+        return table[k]
+
+    what = "gap" if algorithm == "A1" else "excess risk"
+    return BoundClaim(f"{algorithm} {regime.replace('_', '-')}: error <= bound",
+                      f"worst-case mean {what} over the margin lattice below {constant:g} x the bound",
+                      bound, "bound(design at n)", float(constant), _CITE[algorithm])
+
+
+def claim_records(long: Mapping[str, Mapping[str, np.ndarray]], regime: str) -> dict[str, np.ndarray]:
+    """The keyword arrays of ``claim.evaluate`` for ``regime``: ``x`` = m, ``y`` the replicate errors, ``family``
+    the margin and ``trivial`` the uniform start point's error on the same member (the learns-nothing control)."""
+    v = long[regime]
+    return {"x": v["m"], "y": v["y"], "family": v["label"], "trivial": v["trivial"]}
+
+
 def planted_noiseless_excess(margin: float, d: int, T: int, eta: float) -> float:
     r"""Excess risk of Algorithm 5's last anytime average on the planted linear member without record noise.
 
@@ -369,6 +488,71 @@ def plot_regimes(ax: Any, long: Mapping[str, Mapping[str, np.ndarray]], fits: Ma
                   guide=(e, f"$m^{{{e:+.3g}}}$ ({k.replace('_', '-')})"))
     ax.set_xlabel(r"$m = n\varepsilon/\sqrt{\ln(1/\delta)}$")
     ax.legend(fontsize=7, ncol=2)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Algorithm 5 against the Frank-Wolfe methods on the same problems
+# ---------------------------------------------------------------------------------------------------------
+#: The methods of the comparison of notebook 12: Algorithm 5 with its second-order rule, and the registry's
+#: Poly-SFW (Spec F1, [BGN21]) and tree-structured variance-reduced Frank-Wolfe (Spec F2, [AFKT21]).
+COMPARED = ("A5 anytime SMD", "F1 Poly-SFW", "F2 tree FW")
+
+
+def comparison_task(*, rng: np.random.Generator, n: int, d: int, margins: Sequence[float], epsilon: float,
+                    runs: int, a5_runs: int = 32) -> dict[str, Any]:
+    """Algorithm 5 (second-order rule, the class of a linear loss) and the Frank-Wolfe methods of the registry,
+    each with its library defaults, on the same records of every member of the planted linear family.
+
+    Returns, per method ``k`` of :data:`COMPARED` and margin index ``i``, ``<k>|<i>``: the mean exact excess
+    risk of ``runs`` runs (``a5_runs`` for Algorithm 5, whose runs are vectorized) on one draw of ``n``
+    records; ``certified``: the largest certified epsilon of all runs at ``delta = delta_for_n(n)``; ``m``
+    (:func:`effective_n`).
+    """
+    from dpsco_lib.algorithms.registry import get_algorithm
+
+    runs = check_int(runs, "runs", lo=1)
+    a5_runs = check_int(a5_runs, "a5_runs", lo=1)
+    delta = delta_for_n(n)
+    out: dict[str, Any] = {"m": effective_n(n, epsilon)}
+    certified = []
+    for i, margin in enumerate(margins):
+        prob = a5_declared("second_order", d, margin)
+        data = prob.sample(n, rng)
+        res = run_anytime_smd_sco_many(prob, data, n_runs=a5_runs, epsilon=epsilon, delta=delta, rng=rng,
+                                       regime="second_order")
+        out[f"{COMPARED[0]}|{i}"] = float(np.mean([prob.excess_risk(x) for x in res["x"]]))
+        certified.append(res["ledger"].epsilon(delta))
+        for key in COMPARED[1:]:
+            runner = get_algorithm(key).runner
+            results = [runner(prob, data, epsilon=epsilon, delta=delta, rng=rng) for _ in range(runs)]
+            out[f"{key}|{i}"] = float(np.mean([prob.excess_risk(r.x) for r in results]))
+            certified.extend(r.ledger.epsilon(delta) for r in results)
+    out["certified"] = float(max(certified))
+    return out
+
+
+def comparison_rows(records: Sequence[Mapping[str, Any]], margins: Sequence[float]) -> list[dict[str, Any]]:
+    """Per method and ``n``: the worst case over the margins of the mean excess risk (mean over the records'
+    replicates) and the margin that attains it."""
+    rows = []
+    for key in COMPARED:
+        for n in sorted({int(r["n"]) for r in records}):
+            at = [r for r in records if int(r["n"]) == n]
+            means = [float(np.mean([r[f"{key}|{i}"] for r in at])) for i in range(len(margins))]
+            j = int(np.argmax(means))
+            rows.append({"method": key, "n": n, "m": float(at[0]["m"]), "worst excess": means[j],
+                         "worst margin": float(margins[j])})
+    return rows
+
+
+def plot_comparison(ax: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Worst-case excess risk against ``m`` for each method of :func:`comparison_rows` (log-log)."""
+    for key, marker in zip(COMPARED, "osd", strict=True):
+        pts = [(r["m"], r["worst excess"]) for r in rows if r["method"] == key]
+        ax.loglog(*zip(*pts, strict=True), marker=marker, label=key)
+    ax.set_xlabel(r"$m = n\varepsilon/\sqrt{\ln(1/\delta)}$")
+    ax.set_ylabel("exact excess risk (worst member, mean)")
+    ax.legend(fontsize=8)
 
 
 # ---------------------------------------------------------------------------------------------------------

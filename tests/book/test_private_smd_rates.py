@@ -212,3 +212,100 @@ def test_a5_task_records_the_regret_term_of_its_design():
     out = sc.a5_excess_task(rng=np.random.default_rng(0), regime="first_order", n=800, d=4, margins=[1.0],
                             epsilon=1.0, runs=1, reps=1)
     assert out["regret_term"] == pytest.approx(math.log(4) / (out["eta"] * out["T"] * (out["T"] + 1) / 2))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# declared claims and the comparison with the Frank-Wolfe methods
+# ---------------------------------------------------------------------------------------------------------
+def test_hardness_lattice_is_fixed_and_spans_two_decades():
+    lat = sc.HARDNESS_LATTICE
+    assert isinstance(lat, tuple) and max(lat) / min(lat) >= 100 and max(lat) == 1.0
+    assert list(lat) == sorted(set(lat))
+
+
+def test_design_params_is_the_design_the_tasks_run():
+    out = sc.a1_gap_task(rng=np.random.default_rng(0), regime="second_order", n=600, d=4, margins=[0.01, 1.0],
+                         epsilon=1.0, runs=1, reps=1)
+    p = sc.design_params("A1", "second_order", 600, d=4, epsilon=1.0)
+    assert (p.K, p.T, p.eps0, p.bound) == (out["K"], out["T"], out["eps0"], out["bound"])
+    out5 = sc.a5_excess_task(rng=np.random.default_rng(0), regime="first_order", n=800, d=4, margins=[1.0],
+                             epsilon=1.0, runs=1, reps=1)
+    p5 = sc.design_params("A5", "first_order", 800, d=4, epsilon=1.0)
+    assert (p5.T, p5.K, p5.tau, p5.bound) == (out5["T"], out5["K"], out5["tau"], out5["bound"])
+    with pytest.raises(ValueError, match="algorithm must be"):
+        sc.design_params("A2", "first_order", 800, d=4, epsilon=1.0)
+
+
+def test_declared_range_spans_the_exponent_and_the_local_slope_of_the_design_s_bound():
+    grid = [1000, 4000, 16000]
+    lo, hi = sc.declared_range("A1", "quadratic", grid, d=4, epsilon=1.0)
+    lm = np.log([sc.effective_n(n, 1.0) for n in grid])
+    lb = np.log([sc.design_params("A1", "quadratic", n, d=4, epsilon=1.0).bound for n in grid])
+    local = np.polyfit(lm, lb, 1)[0]
+    assert lo == pytest.approx(min(-0.5, local)) and hi == pytest.approx(max(-0.5, local))
+    with pytest.raises(ValueError, match="at least two distinct"):
+        sc.declared_range("A1", "quadratic", [1000, 1000], d=4, epsilon=1.0)
+    with pytest.raises(ValueError, match="regime must be"):
+        sc.declared_range("A5", "quadratic", grid, d=4, epsilon=1.0)
+
+
+@pytest.mark.parametrize(("alg", "regime", "neighbour"), [("A1", "quadratic", -0.4), ("A1", "second_order", -1 / 3),
+                                                          ("A5", "first_order", -1 / 3), ("A5", "second_order", -0.4)])
+def test_rate_claim_takes_half_the_gap_to_the_neighbouring_regime(alg, regime, neighbour):
+    grid = [1000, 4000, 16000]
+    c = sc.rate_claim(alg, regime, grid, d=4, epsilon=1.0)
+    lo, hi = c.bounds
+    assert (lo, hi) == pytest.approx(sc.declared_range(alg, regime, grid, d=4, epsilon=1.0))
+    assert c.neighbour == pytest.approx(neighbour)
+    assert c.gap / 2 - 1e-3 <= c.tolerance <= c.gap / 2
+    assert c.level == 0.95 and sc.rate_claim(alg, regime, grid, d=4, epsilon=1.0, level=0.99).level == 0.99
+
+
+def test_rate_claim_accepts_the_predicted_decay_and_rejects_both_controls():
+    grid = [1000, 4000, 16000, 64000]
+    c = sc.rate_claim("A1", "quadratic", grid, d=4, epsilon=1.0)
+    rng = np.random.default_rng(3)
+    m = np.repeat([sc.effective_n(n, 1.0) for n in grid], 6)
+    y = m ** np.mean(c.bounds) * np.exp(0.01 * rng.standard_normal(m.size))
+    out = c.evaluate(m, y, trivial=np.full(m.size, 1.8), rng=rng, required=0.8, n_boot=200, n_resamples=50)
+    assert out.accepted and out.power_trivial == 1.0 and out.power_regime >= 0.8 and out.passed
+    flat = m ** c.neighbour * np.exp(0.01 * rng.standard_normal(m.size))
+    assert not c.evaluate(m, flat, rng=rng, required=0.8, n_boot=200, n_resamples=50).accepted
+
+
+def test_bound_claim_reads_the_design_s_bound_at_each_grid_point():
+    grid = [1000, 4000]
+    b = sc.bound_claim("A5", "second_order", grid, d=4, epsilon=1.0)
+    for n in grid:
+        assert b.bound(sc.effective_n(n, 1.0)) == sc.design_params("A5", "second_order", n, d=4, epsilon=1.0).bound
+    with pytest.raises(ValueError, match="not a point of the declared grid"):
+        b.bound(1.0)
+    m = np.repeat([sc.effective_n(n, 1.0) for n in grid], 2)
+    bounds = np.array([b.bound(v) for v in m])
+    out = b.evaluate(m, 0.5 * bounds, trivial=2.0 * bounds, rng=np.random.default_rng(0), required=0.8,
+                     n_resamples=20)
+    assert out.accepted and out.power_trivial == 1.0
+
+
+def test_claim_records_are_the_long_format_of_one_regime():
+    long = {"r": {"m": np.ones(3), "y": np.arange(3.0), "label": np.zeros(3), "trivial": np.full(3, 2.0),
+                  "n": np.ones(3)}}
+    kw = sc.claim_records(long, "r")
+    assert set(kw) == {"x", "y", "family", "trivial"} and kw["trivial"][0] == 2.0
+
+
+def test_comparison_task_runs_every_method_on_the_same_members_and_certifies():
+    out = sc.comparison_task(rng=np.random.default_rng(0), n=400, d=4, margins=[0.1, 1.0], epsilon=1.0, runs=1,
+                             a5_runs=2)
+    assert out["certified"] <= 1.0 + 1e-9
+    for key in sc.COMPARED:
+        for i, margin in enumerate([0.1, 1.0]):
+            assert 0.0 <= out[f"{key}|{i}"] <= margin + 1e-12
+    recs = [{**out, "n": 400, "replicate": 0}]
+    rows = sc.comparison_rows(recs, [0.1, 1.0])
+    assert len(rows) == len(sc.COMPARED)
+    for row in rows:
+        worst = max(out[f"{row['method']}|{i}"] for i in range(2))
+        assert row["worst excess"] == pytest.approx(worst)
+    with pytest.raises(ValueError, match="runs"):
+        sc.comparison_task(rng=np.random.default_rng(0), n=400, d=4, margins=[1.0], epsilon=1.0, runs=0)
