@@ -393,12 +393,25 @@ def claim_records(records: Sequence[dict[str, Any]], x: str, *, value: str = "ex
     return xs, ys, np.array([r[family] for r in records]), triv
 
 
-def f1_rate_claim(*, d: int, eps: float, tol: float = 0.08) -> RateClaim:
+def _log_slope(alg: str, ns: Sequence[float], d: int) -> float:
+    """Local slope of :func:`log_factor` over the sample sizes ``ns`` (OLS of the logs)."""
+    xs = np.asarray(sorted({float(n) for n in ns}))
+    if xs.size < 2:
+        raise ValueError(f"ns must hold at least two distinct sample sizes, got {list(ns)}")
+    return float(np.polyfit(np.log(xs), np.log([log_factor(alg, x, d) for x in xs]), 1)[0])
+
+
+def f1_rate_claim(ns: Sequence[float], *, d: int, eps: float, tol: float = 0.08) -> RateClaim:
     r"""F1's exponent in ``n``: the worst case over :data:`GAMMAS` of the mean excess, divided by the bound's
-    logarithms (:func:`log_factor`), decays as :math:`n^{-1/2}`; neighbour :math:`n^{-1/3}`, tolerance ``tol``
+    logarithms :math:`\ell(n)` (:func:`log_factor`), decays at an exponent in :math:`[-1/2 - s, -1/2]`, ``s`` the
+    local slope of :math:`\ell` over the grid ``ns`` (the theorem bounds the logarithms from above: an error with
+    all of them gives :math:`-1/2`, one with none :math:`-1/2 - s`); neighbour :math:`n^{-1/3}`, tolerance ``tol``
     (at most half the gap, 1/12)."""
-    return RateClaim("F1 exponent in n", f"Poly-SFW (theorem's step), d = {d}, eps = {eps:g}: worst-case "
-                     "excess / logs of the bound ~ n^-1/2", -0.5, -1.0 / 3.0, tol, _CITES["poly_sfw"])
+    d = check_int(d, "d", lo=1)
+    s = _log_slope("poly_sfw", ns, d)
+    return RateClaim("F1 exponent in n", f"Poly-SFW (theorem's step), d = {d}, eps = {check_epsilon(eps):g}: "
+                     "worst-case excess / logs of the bound ~ n^beta, beta in [-1/2 - s, -1/2]",
+                     (-0.5 - s, -0.5), -1.0 / 3.0, tol, _CITES["poly_sfw"])
 
 
 def f1_bound_claim(*, d: int, eps: float, constant: float = F1_CAP) -> BoundClaim:
@@ -417,11 +430,8 @@ def f2_rate_claim(ns: Sequence[float], *, d: int, eps: float, tol: float = 0.08)
     :math:`[-2/3 - s, -2/3]`, ``s`` the local slope of :math:`\ell` over the grid ``ns`` (the theorem bounds the
     logarithms from above: an error that carries all of them gives :math:`-2/3`, one that carries none
     :math:`-2/3 - s`); neighbour the statistical :math:`n^{-1/2}`, tolerance ``tol`` (at most 1/12)."""
-    xs = np.asarray(sorted({float(n) for n in ns}))
-    if xs.size < 2:
-        raise ValueError(f"ns must hold at least two distinct sample sizes, got {list(ns)}")
     d = check_int(d, "d", lo=1)
-    slope = float(np.polyfit(np.log(xs), np.log([log_factor("tree_fw", x, d) for x in xs]), 1)[0])
+    slope = _log_slope("tree_fw", ns, d)
     return RateClaim("F2 exponent in n", f"tree Frank-Wolfe, d = {d}, eps = {check_epsilon(eps):g}: worst-case "
                      "excess / logs of the privacy term ~ n^beta, beta in [-2/3 - s, -2/3]",
                      (-2.0 / 3.0 - slope, -2.0 / 3.0), -0.5, tol, _CITES["tree_fw"])

@@ -271,8 +271,9 @@ def _evaluate(claim, recs, **kw):
 
 
 def test_f1_claim_accepts_the_rate_and_rejects_the_trivial_output_and_the_neighbour():
-    claim = fc.f1_rate_claim(d=2, eps=2.0)
+    claim = fc.f1_rate_claim([60_000, 480_000], d=2, eps=2.0)
     assert claim.tolerance <= claim.gap / 2 and claim.neighbour == pytest.approx(-1 / 3)
+    assert claim.bounds[1] == -0.5 and 0.08 < -0.5 - claim.bounds[0] < 0.16  # the logarithms' local slope
     out = _evaluate(claim, _f1_records(-0.5), divide_logs="poly_sfw")
     assert out.accepted and out.passed and out.power_trivial == 1.0
     # the trivial output (excess gamma) run through the claim as if it were the algorithm: it fails
