@@ -43,6 +43,7 @@ from dpsco_lib._validation import check_epsilon, check_int, check_positive, chec
 from dpsco_lib.algorithms.noisy_sgd import run_noisy_sgd
 from dpsco_lib.algorithms.poly_sfw import poly_sfw_theory_params, run_poly_sfw
 from dpsco_lib.algorithms.vr_frank_wolfe import run_private_vr_frank_wolfe
+from dpsco_lib.experiments.claims import BoundClaim, RateClaim, worst_case_cells
 from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT
 from dpsco_lib.problems.hard_linear import hard_linear
 from dpsco_lib.problems.hard_lp import FingerprintLinearLp, fingerprint_prior
@@ -51,7 +52,18 @@ from dpsco_lib.testing import noise_scaled
 
 __all__ = [
     "ALGORITHMS",
+    "F1_CAP",
+    "GAMMAS",
     "S2_ALPHAS",
+    "claim_records",
+    "f1_bound_claim",
+    "f1_rate_claim",
+    "f2_rate_claim",
+    "lattice_grid",
+    "lattice_n_needed",
+    "log_factor",
+    "s2_claims",
+    "worst_ratio",
     "bound_exponent",
     "bound_exponent_range",
     "check_s2",
@@ -241,10 +253,11 @@ def hard_linear_task(*, rng: np.random.Generator, alg: str, n: int, d: int, eps:
     ``p = 2``: its Euclidean member (noisy SGD only). Poly-SFW runs the theorem's step (``step_constant = 1``)
     unless told otherwise (:func:`run_algorithm`).
 
-    Returns the exact excess, the trivial error, their ratio, ``gamma``, ``capped`` (the member asked for had
-    ``gamma > 1``), ``delta = n^-1.1`` and the certified epsilon. Noisy SGD also returns its steps, batch size and
-    ``excess_nonprivate``: single-pass non-private SGD on the same records (``T = n/8`` steps of batch 8, step size
-    ``D_2/sqrt T``; the statistical error, measured).
+    Returns the exact excess, the trivial error, their ratio, ``gamma`` (when given by ``mult``), ``capped``
+    (the member asked for had ``gamma > 1``), ``delta = n^-1.1`` and the certified epsilon. The tree variant also
+    returns ``excess_nonprivate``: the same run with its Laplace noise scaled by ``1e-9`` (the statistical error,
+    measured). Noisy SGD also returns its steps, batch size and ``excess_nonprivate``: single-pass non-private SGD
+    on the same records (``T = n/8`` steps of batch 8, step size ``D_2/sqrt T``; the statistical error, measured).
     """
     if p == 2 and alg != "noisy_sgd":
         raise ValueError(f"p = 2 (the Euclidean member) is for alg='noisy_sgd' only, got alg={alg!r}")
@@ -256,7 +269,13 @@ def hard_linear_task(*, rng: np.random.Generator, alg: str, n: int, d: int, eps:
     res = run_algorithm(alg, prob, data, eps=eps, delta=delta, rng=rng, step_constant=step_constant)
     excess = max(prob.excess_risk(res.x), 1e-12)  # exact 0 (every selection right) kept positive for log axes
     out = {"excess": excess, "trivial": prob.trivial_error, "ratio": excess / prob.trivial_error,
-           "gamma": prob.gamma, "capped": capped, "delta": delta, "eps_certified": res.certified_epsilon(delta)}
+           "capped": capped, "delta": delta, "eps_certified": res.certified_epsilon(delta)}
+    if gamma <= 0:  # the member was given by ``mult``: report its gamma (given ``gamma``, it is a parameter)
+        out["gamma"] = prob.gamma
+    if alg == "tree_fw":
+        with noise_scaled(1e-9):  # the same tree on the same records without noise (the scale must be positive)
+            ref = run_algorithm(alg, prob, data, eps=eps, delta=delta, rng=rng)
+        out["excess_nonprivate"] = max(prob.excess_risk(ref.x), 1e-12)
     if alg == "noisy_sgd":
         out.update(steps=res.params["T"], batch_size=res.params["batch_size"],
                    excess_nonprivate=max(_nonprivate_sgd_excess(prob, data, eps, delta, rng), 1e-12))
@@ -307,6 +326,155 @@ def n_needed(target: float, d: int, eps: float, *, L0: float, L1: float, D: floa
             break
     return hi
 
+
+#: The fixed hardness lattice of the hard linear family (F1, F2): ``gamma = 0.01 x 2^(k/2)``, ``k = 0, ..., 13``,
+#: and ``gamma = 1``: two decades in steps of ``sqrt 2`` (a coarser lattice misses the peak of the excess in
+#: ``gamma`` by up to 10%, which moves a fitted slope by several hundredths), the same at every ``n`` and ``d``
+#: and independent of every bound under test.
+GAMMAS: tuple[float, ...] = (*(round(0.01 * 2 ** (k / 2), 6) for k in range(14)), 1.0)
+
+#: Stated cap on the constant of F1's bound (BGN21's proof gives no explicit constant): the worst-case excess over
+#: :data:`GAMMAS` is claimed at most ``F1_CAP`` times the bound with constant 1 at every grid point.
+F1_CAP = 3.0
+
+_CITES = {"poly_sfw": "BGN21 (Poly-SFW rate)", "tree_fw": "AFKT21 (tree Frank-Wolfe rate)",
+          "noisy_sgd": "BFTT19 (noisy SGD rate)"}
+
+
+def lattice_grid(alg: str, xs: Sequence[int], *, vary: str, n: int = 0, d: int = 0, eps: float,
+                 gammas: Sequence[float] = GAMMAS) -> list[dict[str, Any]]:
+    """Sweep grid over ``xs`` (sample sizes at ``d``, or dimensions at ``n``) times the fixed lattice ``gammas``:
+    the task parameters of :func:`hard_linear_task`. The lattice must span at least two decades in ``(0, 1]``."""
+    _check_alg(alg)
+    if vary not in ("n", "d"):
+        raise ValueError(f"vary must be 'n' or 'd', got {vary!r}")
+    eps = check_epsilon(eps)
+    gs = sorted({float(g) for g in gammas})
+    if not gs or gs[0] <= 0 or gs[-1] > 1 or gs[-1] / gs[0] < 100 - 1e-9:
+        raise ValueError(f"gammas must lie in (0, 1] and span at least two decades, got {list(gammas)}")
+    xs = sorted({int(x) for x in xs})
+    if len(xs) < 2:
+        raise ValueError(f"xs must hold at least two distinct values, got {xs}")
+    points = [(x, d) if vary == "n" else (n, x) for x in xs]
+    return [{"alg": alg, "n": check_int(nn, "n", lo=16), "d": check_int(dd, "d", lo=1), "eps": eps, "gamma": g}
+            for nn, dd in points for g in gs]
+
+
+def log_factor(alg: str, n: float, d: int) -> float:
+    r"""The logarithms of the theorem's bound at ``(n, d)``, ``delta = n^-1.1``, which a rate claim divides out.
+
+    F1 (BGN21): :math:`\ln|V|\,\ln(n/\ln|V|)\sqrt{\ln(1/\delta)}`, so that the bound is :math:`L_0 D` times it over
+    :math:`\varepsilon\sqrt n`; F2 (AFKT21, privacy term): :math:`(\ln|V|\ln^2 n\ln(1/\delta))^{2/3}`, so that the
+    term is :math:`(L_0 D + L_1 D^2)` times it times :math:`(\varepsilon n)^{-2/3}`. ``|V| = 2d``.
+    """
+    if alg not in ("poly_sfw", "tree_fw"):
+        raise ValueError(f"alg must be 'poly_sfw' or 'tree_fw', got {alg!r}")
+    n = check_positive(n, "n")
+    d = check_int(d, "d", lo=1)
+    log_v, log_delta = math.log(2 * d), DELTA_POWER * math.log(n)
+    if n <= max(math.e * log_v, 2.0):
+        raise ValueError(f"n must exceed e ln|V| = {math.e * log_v:.3g}, got {n}")
+    if alg == "poly_sfw":
+        return log_v * math.log(n / log_v) * math.sqrt(log_delta)
+    return (log_v * math.log(n) ** 2 * log_delta) ** (2.0 / 3.0)
+
+
+def claim_records(records: Sequence[dict[str, Any]], x: str, *, value: str = "excess", family: str = "gamma",
+                  divide_logs: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The arrays a claim reads, one entry per record: ``(x, y, family, trivial)`` with ``y = record[value]`` and
+    ``trivial = record["trivial"]`` (the exact excess of the output ``x = 0`` on the same instance), both divided by
+    :func:`log_factor` of ``divide_logs`` (an algorithm key) when given."""
+    if not records:
+        raise ValueError("records must not be empty")
+    scale = np.array([1.0 if divide_logs is None else log_factor(divide_logs, r["n"], r["d"]) for r in records])
+    xs = np.array([float(r[x]) for r in records])
+    ys = np.array([float(r[value]) for r in records]) / scale
+    triv = np.array([float(r["trivial"]) for r in records]) / scale
+    return xs, ys, np.array([r[family] for r in records]), triv
+
+
+def _log_slope(alg: str, ns: Sequence[float], d: int) -> float:
+    """Local slope of :func:`log_factor` over the sample sizes ``ns`` (OLS of the logs)."""
+    xs = np.asarray(sorted({float(n) for n in ns}))
+    if xs.size < 2:
+        raise ValueError(f"ns must hold at least two distinct sample sizes, got {list(ns)}")
+    return float(np.polyfit(np.log(xs), np.log([log_factor(alg, x, d) for x in xs]), 1)[0])
+
+
+def f1_rate_claim(ns: Sequence[float], *, d: int, eps: float, tol: float = 0.08) -> RateClaim:
+    r"""F1's exponent in ``n``: the worst case over :data:`GAMMAS` of the mean excess, divided by the bound's
+    logarithms :math:`\ell(n)` (:func:`log_factor`), decays at an exponent in :math:`[-1/2 - s, -1/2]`, ``s`` the
+    local slope of :math:`\ell` over the grid ``ns`` (the theorem bounds the logarithms from above: an error with
+    all of them gives :math:`-1/2`, one with none :math:`-1/2 - s`); neighbour :math:`n^{-1/3}`, tolerance ``tol``
+    (at most half the gap, 1/12)."""
+    d = check_int(d, "d", lo=1)
+    s = _log_slope("poly_sfw", ns, d)
+    return RateClaim("F1 exponent in n", f"Poly-SFW (theorem's step), d = {d}, eps = {check_epsilon(eps):g}: "
+                     "worst-case excess / logs of the bound ~ n^beta, beta in [-1/2 - s, -1/2]",
+                     (-0.5 - s, -0.5), -1.0 / 3.0, tol, _CITES["poly_sfw"])
+
+
+def f1_bound_claim(*, d: int, eps: float, constant: float = F1_CAP) -> BoundClaim:
+    """F1's bound with a stated constant: the worst-case mean excess over :data:`GAMMAS` is at most ``constant``
+    times the bound of :func:`bound_terms` (constant 1) at every sample size of the grid."""
+    d, eps = check_int(d, "d", lo=1), check_epsilon(eps)
+    return BoundClaim("F1 excess <= C x bound", f"Poly-SFW, d = {d}, eps = {eps:g}: worst-case excess at most "
+                      f"{constant:g} x the bound (stated cap; the proof gives no constant)",
+                      lambda n: bound_terms("poly_sfw", n, d, eps)[1],
+                      "2 ln|V| ln(n/ln|V|) sqrt(1.1 ln n)/(eps sqrt n)", constant, _CITES["poly_sfw"])
+
+
+def f2_rate_claim(ns: Sequence[float], *, d: int, eps: float, tol: float = 0.08) -> RateClaim:
+    r"""F2's exponent in ``n`` where the privacy term dominates: the worst case over :data:`GAMMAS` of the mean
+    excess, divided by the privacy term's logarithms :math:`\ell(n)` (:func:`log_factor`), decays at an exponent in
+    :math:`[-2/3 - s, -2/3]`, ``s`` the local slope of :math:`\ell` over the grid ``ns`` (the theorem bounds the
+    logarithms from above: an error that carries all of them gives :math:`-2/3`, one that carries none
+    :math:`-2/3 - s`); neighbour the statistical :math:`n^{-1/2}`, tolerance ``tol`` (at most 1/12)."""
+    d = check_int(d, "d", lo=1)
+    slope = _log_slope("tree_fw", ns, d)
+    return RateClaim("F2 exponent in n", f"tree Frank-Wolfe, d = {d}, eps = {check_epsilon(eps):g}: worst-case "
+                     "excess / logs of the privacy term ~ n^beta, beta in [-2/3 - s, -2/3]",
+                     (-2.0 / 3.0 - slope, -2.0 / 3.0), -0.5, tol, _CITES["tree_fw"])
+
+
+def s2_claims(*, n: int, d: int, ds: Sequence[int], ns: Sequence[int], eps: float, neighbour_d: float,
+              tol: float = 0.08) -> dict[str, RateClaim]:
+    r"""S2's two exponents on the fingerprinting family (worst case over :data:`S2_ALPHAS`), predicted before the
+    run by :func:`bound_exponent_range`: in ``d`` at ``n`` (neighbour ``neighbour_d``, the local slope in ``d`` of
+    the ``ln|V|`` growth F1 pays over the same grid) and in ``n`` at ``d`` (neighbour the statistical
+    :math:`n^{-1/2}`). Each tolerance is ``tol`` or half the gap to the neighbour, whichever is smaller."""
+    out = {}
+    for key, xs, kw, nb in (("d", ds, {"n": n}, neighbour_d), ("n", ns, {"d": d}, -0.5)):
+        pred = bound_exponent_range("noisy_sgd", sorted(xs), vary=key, eps=eps, p=2, **kw)
+        gap = pred[0] - nb if nb < pred[0] else nb - pred[1]
+        fixed = f"n = {n}" if key == "d" else f"d = {d}"
+        out[key] = RateClaim(f"S2 exponent in {key}", f"noisy SGD (b = n), {fixed}, eps = {eps:g}: worst-case "
+                             f"excess ~ {key}^beta, beta from the bound", pred, nb, min(tol, gap / 2),
+                             _CITES["noisy_sgd"])
+    return out
+
+
+def worst_ratio(records: Sequence[dict[str, Any]], x: str, *, num: str, den: str = "excess",
+                family: str = "gamma") -> float:
+    """Largest over the grid values ``x`` of (worst case over ``family`` of the mean ``num``) / (worst case of the
+    mean ``den``): e.g. the non-private over the private error, a measured regime check."""
+    out = 0.0
+    for xv in sorted({r[x] for r in records}):
+        recs = [r for r in records if r[x] == xv]
+        members = sorted({r[family] for r in recs})
+        worst = [max(float(np.mean([r[k] for r in recs if r[family] == m])) for m in members) for k in (num, den)]
+        out = max(out, worst[0] / worst[1])
+    return out
+
+
+def lattice_n_needed(d: int, eps: float, *, like: tuple[int, int, float]) -> float:
+    """Sample size at which F1's bound (constant 1, ``delta = n^-1.1``) at ``(d, eps)`` falls to its value at
+    ``like = (n0, d0, eps0)``: where the worst case over :data:`GAMMAS` sits where it sits at ``(n0, d0, eps0)``
+    (the hard linear family's excess at ``gamma`` depends on the run through the noise scale the bound tracks).
+    :func:`n_needed` with the family's constants (1, 0, 2)."""
+    n0, d0, eps0 = like
+    target = bound_terms("poly_sfw", n0, d0, eps0)[1]
+    return n_needed(target, d, eps, L0=1.0, L1=0.0, D=2.0)
 
 def worst_case_values(records: Sequence[dict[str, Any]], x: str, *, value: str = "excess",
                       family: str = "mult") -> tuple[np.ndarray, list[np.ndarray], list[Any]]:
@@ -470,24 +638,31 @@ def s2_table(records: Sequence[dict[str, Any]], *, eps: float = 1.0) -> list[dic
     return rows
 
 
-def check_s2(verdict: Any, records: Sequence[dict[str, Any]], fits: dict[str, tuple[Any, tuple[float, float]]], *,
-             n: int, d: int, tol: float, f1_slope: float, regime_limit: float = 0.5) -> None:
-    r"""The verdict rows of S2 on the fingerprinting family (:func:`fingerprint_sgd_task`, :func:`s2_fits`).
+def check_s2(verdict: Any, records: Sequence[dict[str, Any]], claims: dict[str, Any], *, n: int, d: int,
+             f1_slope: float, rng: np.random.Generator, required: float, n_boot: int, n_resamples: int = 200,
+             regime_limit: float = 0.5) -> None:
+    r"""The verdict rows of S2 on the fingerprinting family (:func:`fingerprint_sgd_task`, :func:`s2_claims`).
 
-    Rows: the exponents in ``d`` (at ``n``) and in ``n`` (at ``d``) of the worst-case median excess, two-sided
-    against :func:`bound_exponent_range` within ``tol``, reading the bootstrap interval
-    (:meth:`~dpsco_lib.experiments.analysis.Verdict.check_exponent`); the exponent in ``d`` above ``f1_slope``
-    (the ``ln|V|`` slope of F1's bound over the same grid); the regime: the worst-case non-private error at most
-    ``regime_limit`` times the private one at every grid point; the worst member strictly inside the family at every
-    grid point (else the curve is capped by the family, not governed by the rate); learning: median excess at most
-    half the trivial error at the largest ``d`` of the ``d`` arm, on the member with the largest signal
-    (``alpha = 1``).
+    Claims: the exponents in ``d`` (at ``n``) and in ``n`` (at ``d``) of the worst case over ``alpha`` of the mean
+    excess (:meth:`~dpsco_lib.experiments.RateClaim.evaluate`, with the output ``x = 0`` on the same records as the
+    learns-nothing control). Checks: the exponent in ``d`` above ``f1_slope`` (the ``ln|V|`` slope of F1's bound
+    over the same grid); the regime: the worst-case non-private error at most ``regime_limit`` times the private
+    one at every grid point; the worst member strictly inside the family at every grid point (else the curve is
+    capped by the family, not governed by the rate); learning: median excess at most half the trivial error at the
+    largest ``d`` of the ``d`` arm, on the member with the largest signal (``alpha = 1``).
     """
-    (fit_d, pred_d), (fit_n, pred_n) = fits["d"], fits["n"]
+    slope_d = math.nan
+    for key, recs in _arms(records, n, d).items():
+        x, y, fam, triv = claim_records(recs, key, family="alpha")
+        out = claims[key].evaluate(x, y, family=fam, trivial=triv, rng=rng, required=required, n_boot=n_boot,
+                                   n_resamples=n_resamples)
+        verdict.claim(out)
+        if key == "d":
+            ux, cells = worst_case_cells(x, y, fam)
+            worst = np.log([max(float(np.mean(c)) for c in cell) for cell in cells])
+            slope_d = float(np.polyfit(np.log(ux), worst, 1)[0])
     eps = max(float(r["eps"]) for r in records)
-    verdict.check_exponent(f"S2 noisy SGD (b = n): exponent in d (eps = {eps:g}, n = {n})", fit_d, pred_d, tol)
-    verdict.check_exponent(f"S2 noisy SGD (b = n): exponent in n (eps = {eps:g}, d = {d})", fit_n, pred_n, tol)
-    verdict.check_at_least("S2 exponent in d above the ln|V| slope of F1's bound (same grid)", fit_d.slope, f1_slope)
+    verdict.check_at_least("S2 exponent in d above the ln|V| slope of F1's bound (same grid)", slope_d, f1_slope)
     table = s2_table(records, eps=eps)
     verdict.check_at_most("S2 regime: worst-case non-private / private error (max over the grid)",
                           max(r["non-private / private"] for r in table), regime_limit)

@@ -21,7 +21,7 @@ from dpsco_book.frank_wolfe_rates import (
     rate_grid,
     worst_case_values,
 )
-from dpsco_lib.experiments import Verdict
+from dpsco_lib.experiments import BoundClaim, Verdict
 
 
 def test_rate_grid_drops_capped_values():
@@ -105,9 +105,10 @@ def _synthetic_s2(err, *, nonprivate=0.2, peak=0.35, seed=0):
 
 def _s2_verdict(recs):
     v = Verdict("test")
-    fits = fc.s2_fits(recs, n=N_S2, d=D_S2, eps=1.0, rng=np.random.default_rng(1), n_boot=200)
     f1 = fc.bound_exponent("poly_sfw", DS_S2, vary="d", n=480_000, eps=1.0)
-    fc.check_s2(v, recs, fits, n=N_S2, d=D_S2, tol=0.08, f1_slope=f1)
+    claims = fc.s2_claims(n=N_S2, d=D_S2, ds=DS_S2, ns=NS_S2, eps=1.0, neighbour_d=f1)
+    fc.check_s2(v, recs, claims, n=N_S2, d=D_S2, f1_slope=f1, rng=np.random.default_rng(1), required=0.8,
+                n_boot=200, n_resamples=50)
     return {name: ok for name, ok, _ in v.checks}
 
 
@@ -223,3 +224,136 @@ def test_task_and_worst_case_values():
     xs, vals, worst = worst_case_values(recs, "n")
     assert xs.tolist() == [400.0] and vals[0][0] == max(r["excess"] for r in recs)
     assert worst[0] == max(recs, key=lambda r: r["excess"])["mult"]
+
+
+# --- declared claims on the fixed lattice (F1, F2) and S2's claims -----------------------------------------------
+
+
+def test_lattice_is_fixed_and_spans_two_decades():
+    grid = fc.lattice_grid("poly_sfw", [60_000, 120_000], vary="n", d=2, eps=2.0)
+    by_n = {n: sorted(g["gamma"] for g in grid if g["n"] == n) for n in (60_000, 120_000)}
+    assert by_n[60_000] == by_n[120_000] == sorted(fc.GAMMAS) and max(fc.GAMMAS) / min(fc.GAMMAS) >= 100
+    grid_d = fc.lattice_grid("tree_fw", [10, 1000], vary="d", n=10_000, eps=1.0)
+    assert {g["n"] for g in grid_d} == {10_000} and {g["d"] for g in grid_d} == {10, 1000}
+    with pytest.raises(ValueError, match="two decades"):
+        fc.lattice_grid("poly_sfw", [100, 200], vary="n", d=2, eps=1.0, gammas=[0.1, 1.0])
+    with pytest.raises(ValueError, match="vary"):
+        fc.lattice_grid("poly_sfw", [100, 200], vary="eps", eps=1.0)
+
+
+def test_log_factor_is_the_bounds_logarithms():
+    n, d = 1e5, 10
+    assert fc.log_factor("poly_sfw", n, d) * 2 / (1.0 * math.sqrt(n)) == pytest.approx(
+        bound_terms("poly_sfw", n, d, 1.0)[1])
+    assert fc.log_factor("tree_fw", n, d) * 2 * n ** (-2 / 3) == pytest.approx(bound_terms("tree_fw", n, d, 1.0)[1])
+    with pytest.raises(ValueError, match="alg"):
+        fc.log_factor("noisy_sgd", n, d)
+
+
+def _f1_records(exponent, *, reps=3, seed=0, noise=0.03):
+    """Hard-linear records on the fixed lattice: excess min(gamma, K x logs x n^exponent) with replicate noise."""
+    rng = np.random.default_rng(seed)
+    recs = []
+    for n in (60_000, 120_000, 240_000, 480_000):
+        scale = 0.25 * fc.log_factor("poly_sfw", n, 2) / fc.log_factor("poly_sfw", 60_000, 2) * (n / 6e4) ** exponent
+        for g in fc.GAMMAS:
+            for _ in range(reps):
+                e = min(g, scale) * math.exp(noise * rng.standard_normal())
+                recs.append({"n": n, "d": 2, "gamma": g, "excess": e, "trivial": g})
+    return recs
+
+
+def _evaluate(claim, recs, **kw):
+    x, y, fam, triv = fc.claim_records(recs, "n", **kw)
+    boot = {} if isinstance(claim, BoundClaim) else {"n_boot": 200}
+    return claim.evaluate(x, y, family=fam, trivial=triv, rng=np.random.default_rng(5), required=0.95,
+                          n_resamples=60, **boot)
+
+
+def test_f1_claim_accepts_the_rate_and_rejects_the_trivial_output_and_the_neighbour():
+    claim = fc.f1_rate_claim([60_000, 480_000], d=2, eps=2.0)
+    assert claim.tolerance <= claim.gap / 2 and claim.neighbour == pytest.approx(-1 / 3)
+    assert claim.bounds[1] == -0.5 and 0.08 < -0.5 - claim.bounds[0] < 0.16  # the logarithms' local slope
+    out = _evaluate(claim, _f1_records(-0.5), divide_logs="poly_sfw")
+    assert out.accepted and out.passed and out.power_trivial == 1.0
+    # the trivial output (excess gamma) run through the claim as if it were the algorithm: it fails
+    trivial = [dict(r, excess=r["trivial"]) for r in _f1_records(-0.5)]
+    assert not _evaluate(claim, trivial, divide_logs="poly_sfw").accepted
+    assert not _evaluate(claim, _f1_records(-1 / 3), divide_logs="poly_sfw").accepted
+
+
+def test_f1_bound_claim_has_a_stated_cap_and_rejects_the_trivial_output():
+    claim = fc.f1_bound_claim(d=2, eps=2.0)
+    assert claim.constant == fc.F1_CAP and "cap" in claim.statement
+    out = _evaluate(claim, _f1_records(-0.5))
+    assert out.accepted and out.power_trivial == 1.0
+    trivial = [dict(r, excess=r["trivial"]) for r in _f1_records(-0.5)]
+    assert not _evaluate(claim, trivial).accepted
+
+
+def test_f2_claim_window_and_controls():
+    ns = (10_000, 30_000, 100_000)
+    claim = fc.f2_rate_claim(ns, d=10, eps=1.0)
+    s = np.polyfit(np.log(ns), np.log([fc.log_factor("tree_fw", n, 10) for n in ns]), 1)[0]
+    assert claim.bounds == pytest.approx((-2 / 3 - s, -2 / 3)) and 0.15 < s < 0.25
+    assert claim.neighbour == -0.5 and claim.tolerance <= claim.gap / 2
+    rng = np.random.default_rng(2)
+
+    def records(logs_power, exponent=-2 / 3):  # an error carrying logs_power of the theorem's logarithms
+        scale = {n: 0.3 * fc.log_factor("tree_fw", n, 10) ** logs_power * n**exponent
+                 / fc.log_factor("tree_fw", 1e4, 10) ** (logs_power - 1) for n in ns}
+        return [{"n": n, "d": 10, "gamma": g, "trivial": g,  # peaked in gamma at the noise scale, as measured
+                 "excess": g * math.exp(-g / scale[n]) * math.exp(0.03 * rng.normal())}
+                for n in ns for g in fc.GAMMAS for _ in range(3)]
+
+    for power in (0.75, 0.5, 0.25):  # the measured error carries part of the logarithms
+        out = _evaluate(claim, records(power), divide_logs="tree_fw")
+        assert out.passed and out.power_trivial == 1.0, (power, out)
+    trivial = [dict(r, excess=r["trivial"]) for r in records(1.0)]
+    assert not _evaluate(claim, trivial, divide_logs="tree_fw").accepted
+    assert not _evaluate(claim, records(1.0, -0.5), divide_logs="tree_fw").accepted  # n^-1/2 with the logs
+    with pytest.raises(ValueError, match="half the gap"):
+        fc.f2_rate_claim(ns, d=10, eps=1.0, tol=0.1)
+
+
+def test_worst_ratio_reads_the_worst_cases():
+    recs = [{"n": n, "gamma": g, "excess": g * (1 if g < 0.5 else 0.1), "excess_nonprivate": 0.2 * g}
+            for n in (1, 2) for g in (0.1, 0.4, 1.0) for _ in range(2)]
+    assert fc.worst_ratio(recs, "n", num="excess_nonprivate") == pytest.approx(0.2 / 0.4)
+
+
+def test_tree_task_measures_its_statistical_error():
+    out = hard_linear_task(rng=np.random.default_rng(0), alg="tree_fw", n=4000, d=3, eps=1.0, gamma=0.5)
+    assert "gamma" not in out and 0 < out["excess_nonprivate"] <= 2 * out["trivial"]
+    assert out["excess_nonprivate"] <= out["excess"] + 1e-12
+
+
+def test_s2_claims_respect_half_the_gap_to_their_neighbours():
+    f1 = fc.bound_exponent("poly_sfw", DS_S2, vary="d", n=480_000, eps=1.0)
+    claims = fc.s2_claims(n=N_S2, d=D_S2, ds=DS_S2, ns=NS_S2, eps=1.0, neighbour_d=f1)
+    assert claims["d"].neighbour == f1 and claims["n"].neighbour == -0.5
+    assert claims["d"].bounds[1] == pytest.approx(0.5)
+    for c in claims.values():
+        assert c.tolerance <= c.gap / 2 + 1e-12
+
+
+def test_check_s2_claims_reject_the_trivial_output():
+    recs = _synthetic_s2(_private_term)
+    v = Verdict("test")
+    f1 = fc.bound_exponent("poly_sfw", DS_S2, vary="d", n=480_000, eps=1.0)
+    claims = fc.s2_claims(n=N_S2, d=D_S2, ds=DS_S2, ns=NS_S2, eps=1.0, neighbour_d=f1)
+    fc.check_s2(v, recs, claims, n=N_S2, d=D_S2, f1_slope=f1, rng=np.random.default_rng(1), required=0.8,
+                n_boot=200, n_resamples=50)
+    assert all(o.passed and o.power_trivial == 1.0 for o in v.outcomes)
+    v2 = Verdict("test")  # the trivial output as the algorithm: both exponent claims fail
+    fc.check_s2(v2, [dict(r, excess=r["trivial"]) for r in recs], claims, n=N_S2, d=D_S2, f1_slope=f1,
+                rng=np.random.default_rng(1), required=0.8, n_boot=200, n_resamples=50)
+    assert not any(o.accepted for o in v2.outcomes)
+
+
+def test_lattice_n_needed_matches_the_bound_at_the_reference_point():
+    n = fc.lattice_n_needed(100, 1.0, like=(60_000, 2, 2.0))
+    assert bound_terms("poly_sfw", n, 100, 1.0)[1] == pytest.approx(bound_terms("poly_sfw", 60_000, 2, 2.0)[1],
+                                                                     rel=1e-6)
+    assert n > 1e6 and fc.lattice_n_needed(100, 2.0, like=(60_000, 2, 2.0)) < n
+    assert fc.lattice_n_needed(1000, 1.0, like=(60_000, 2, 2.0)) > n
