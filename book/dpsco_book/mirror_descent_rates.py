@@ -14,22 +14,23 @@ an exact excess risk:
 - ``p=inf``: :func:`~dpsco_lib.problems.planted_cube_linear` (Assouad's hypercube; records :math:`z = \pm e_J` over
   the cube :math:`[-1, 1]^d`, excess :math:`\gamma(1 - \langle\sigma, x\rangle/d)`); :math:`s = \sqrt{d/n}`.
 
-The members are :math:`\gamma = c \cdot s(n, d)` with :math:`s` the minimax scale of the regime and :math:`c` on a
-fixed geometric grid of ratio 2 (:data:`MULTIPLIERS`; a member with :math:`\gamma > 1` does not exist and is left
-out). Single-pass SMD with its theory step size is scale invariant on these families: the drift and the noise of
-its dual iterate over the :math:`n` steps depend on :math:`c` only, so :math:`\text{excess}/s(n, d)` has a limit
-:math:`\phi(c)` as :math:`n \to \infty` (for ``p=inf``, as :math:`n/d \to \infty`). Its maximum over :math:`c` sits
-inside the grid (``p=1``: :math:`c \approx 1`, where the signal just reaches the bound; ``p=1.5, 2``: a flat
-maximum over :math:`c \approx 4`-:math:`8`; ``p=inf``: :math:`c \approx 4`-:math:`8`), so the worst member's
-:math:`\gamma` moves with :math:`n` like the minimax construction, :math:`\propto n^{-1/2}`. Since the :math:`n` grids
-double, the probed :math:`\gamma` lie on one fixed lattice :math:`\gamma_0 2^{-k/2}` of the family; only the window
-of members moves.
+The members form one fixed lattice :data:`GAMMAS`, :math:`\gamma = 2^{-k}`, :math:`k = 0, \dots, 7` (more than two
+decades), the same at every :math:`n` and :math:`d`. Single-pass SMD with its theory step size is scale invariant on
+these families: the drift and the noise of its dual iterate over the :math:`n` steps depend on
+:math:`c = \gamma/s(n, d)` only (:math:`s` the minimax scale of the row, :func:`minimax_scale`), so
+:math:`\text{excess}/s(n, d)` has a limit :math:`\phi(c)` as :math:`n \to \infty` (for ``p=inf``, as
+:math:`n/d \to \infty`), largest at :math:`c \approx 1` (``p=1``) or over a flat range :math:`c \approx 2`-:math:`8`
+(``p=1.5, 2, inf``). The worst member of the lattice therefore moves down the lattice like :math:`n^{-1/2}`, like the
+minimax construction, while the lattice itself stays put: an output that ignores the data (the start point
+:math:`x = 0`, excess :math:`\gamma` times a constant) has a worst case that does not decay. That output is the
+learns-nothing control of every claim (``trivial`` in the records of :func:`smd_lattice_task`).
 
-The check reads the worst case, over the members, of the median over replicates (:func:`worst_fit`,
-:func:`worst_rows`): its exponent in :math:`n` is :math:`-1/2` in every regime; at fixed :math:`n` it grows like
-:math:`\sqrt{\ln d}` (exponent 1/2 on the :math:`\ln d` axis) for ``p=1``, not at all for ``p=1.5, 2`` (exponent 0
-on that axis) and like :math:`\sqrt d` for ``p=inf`` (exponent 1/2 in :math:`d`, at :math:`n \ge d`); and the mean
-excess of no member exceeds the theorem's bound :math:`G\sqrt{2B/n}` (:func:`bound_margin`).
+The claims (:func:`s1_claims`) read the worst case, over the lattice, of the mean excess over replicates: its
+exponent in :math:`n` is :math:`-1/2` in every regime (:func:`n_claim`, window :math:`\pm` :data:`TOL_N`, at most half
+the gap to :math:`n^{-1/3}`); at fixed :math:`n` it grows like :math:`\sqrt{\ln d}` (exponent 1/2 on the
+:math:`\ln d` axis) for ``p=1``, not at all for ``p=1.5, 2`` and like :math:`\sqrt d` for ``p=inf`` (exponent 1/2
+in :math:`d`, at :math:`n \ge 16 d`; :func:`d_claim`); and the mean excess of no member exceeds the theorem's bound
+:math:`G\sqrt{2B/n}` (:func:`bound_claim`, constant 1).
 
 Lower-order terms seen at the sizes of notebook 03. Where the iterate is projected (the :math:`\ell_p` balls, the
 cube), a step cut off at the boundary loses part of the budget :math:`B/(\eta n) + \eta G^2/2` of the analysis, and
