@@ -23,9 +23,11 @@ from dpsco_book.privacy_rule import delta_for_n
 from dpsco_lib._validation import check_int
 from dpsco_lib.algorithms.nonconvex import (
     fw_iterates,
+    proximal_weakly_convex_theory_params,
     run_private_proximal_weakly_convex,
     run_private_vr_fw_nonconvex,
 )
+from dpsco_lib.experiments.claims import RateClaim
 from dpsco_lib.geometry.sets import L1Ball
 from dpsco_lib.privacy.accounting.accountants import DEFAULT_ACCOUNTANT
 from dpsco_lib.privacy.audit import AuditResult, canary_audit
@@ -35,18 +37,29 @@ from dpsco_lib.testing import noise_scaled
 
 __all__ = [
     "D_DIM",
+    "NEIGHBOURS",
+    "claim_inputs",
     "fw_audit",
     "fw_calibration_runs",
+    "fw_claim",
     "fw_task",
     "learning_ratio",
     "nonsmooth_member",
+    "outer_steps",
+    "prox_claim",
     "prox_task",
+    "rate_terms",
     "smooth_member",
     "start_values",
     "values_by_n",
 ]
 
 D_DIM = 10  # dimension; |V| = 2d = 20 vertices of the l1 ball
+
+#: The neighbouring regimes of the n^-1/3 rates: n^-1/4 (the proximal method's statistical term) and n^-2/5.
+NEIGHBOURS: tuple[float, float] = (-0.25, -0.4)
+
+_CITE = "Bassily, Guzman & Menart 2021 (NeurIPS), private stationary points"
 
 
 def _member(member: int) -> int:
@@ -166,3 +179,81 @@ def fw_audit(*, runs: int, alpha: float, rng: np.random.Generator, noise_multipl
     res = canary_audit(first_selection, S, S.replace_one(0, (np.ones(1), -1.0)), lambda v: float(v == 1), runs,
                        alpha, rng, threshold=0.5, claimed_epsilon=eps0, delta=0.0)
     return res, eps0, float(ref.certified_epsilon(0.0))
+
+
+def _third_rate(n_min: int) -> tuple[tuple[float, float], float]:
+    r"""The exponent range of :math:`(\sqrt{\ln(1/\delta)}/(n\varepsilon))^{1/3}` at :math:`\delta = n^{-1.1}`
+    over a grid starting at ``n_min`` (:math:`-1/3` up to :math:`-1/3 + 1/(6\ln n_{\min})`, the local exponent
+    of the logarithm) and the tolerance: half the gap to the nearer of :data:`NEIGHBOURS`."""
+    lo = -1.0 / 3.0
+    hi = lo + 1.0 / (6.0 * np.log(check_int(n_min, "n_min", lo=3)))
+    return (lo, hi), min(NEIGHBOURS[0] - hi, lo - NEIGHBOURS[1]) / 2.0
+
+
+def fw_claim(n_min: int) -> RateClaim:
+    r"""N1, private VR Frank-Wolfe: the worst member's :math:`\mathbb E\,\mathrm{gap}` decays like
+    :math:`(\ln|V|\sqrt{\ln(1/\delta)}/(n\varepsilon))^{1/3}` (both terms of the bound, optimization and
+    privacy, have this exponent at the theorem's :math:`T, \eta`); window :func:`_third_rate` of the grid,
+    neighbour :math:`n^{-1/4}`."""
+    expo, tol = _third_rate(n_min)
+    return RateClaim("N1 (FW) exponent in n", "worst-case E gap ~ (n eps)^-1/3 up to logarithms", expo,
+                     NEIGHBOURS[0], tol, _CITE + ", Frank-Wolfe theorem")
+
+
+def outer_steps(n: int, *, member: int, epsilon: float, inner_constant: float) -> int:
+    """The number ``T`` of outer steps the proximal method takes on ``n`` records of the nonsmooth member
+    ``member`` (its theory parameters at ``delta = n^-1.1``; computed before any run)."""
+    pr = nonsmooth_member(member)
+    n = check_int(n, "n", lo=2)
+    return int(proximal_weakly_convex_theory_params(
+        n, d=pr.d, epsilon=epsilon, delta=delta_for_n(n), L0=float(pr.lipschitz_l2), rho=float(pr.rho),
+        D=float(pr.feasible_set.diameter(2.0)), inner_constant=inner_constant).T)
+
+
+def prox_claim(ns: Sequence[int], *, epsilon: float, members: Sequence[int] = (0, 1, 2),
+               inner_constant: float = 0.05) -> RateClaim:
+    r"""N1, private proximal method, on a grid where the statistical term :math:`n^{-1/4}` of the rate dominates
+    the privacy term :math:`(\sqrt{d\ln(1/\delta)}/(n\varepsilon))^{1/3}` (:func:`rate_terms`).
+
+    The statistical rate comes from the optimization term :math:`2\beta L_0 D/T` of the bound at the theory's
+    :math:`T \propto \sqrt n` outer steps; on a finite grid the integer :math:`T(n)` of the run's parameters
+    (:func:`outer_steps`, every member) gives the local exponent :math:`-\frac12\,\mathrm{slope}(\log T)`, and the
+    privacy term pulls the sum towards :math:`-1/3` (least-squares slope over ``ns`` of the two terms with unit
+    constants). The prediction is the range spanned by :math:`-1/4` and these slopes; neighbour :math:`n^{-1/3}`
+    (the privacy regime), tolerance half the gap to it.
+    """
+    xs = [check_int(n, "ns", lo=2) for n in ns]
+    if len(set(xs)) < 2:
+        raise ValueError(f"ns must hold at least two distinct sizes, got {list(ns)}")
+    terms = [rate_terms(n, epsilon=epsilon) for n in xs]
+    if any(t["privacy"] >= t["statistical"] for t in terms):
+        raise ValueError(f"the privacy term dominates at epsilon = {epsilon!r} on this grid; use a larger epsilon")
+    lx = np.log(xs)
+    total = [t["statistical"] + t["privacy"] for t in terms]
+    slopes = [-0.25, float(np.polyfit(lx, np.log(total), 1)[0])]
+    slopes += [-0.5 * float(np.polyfit(lx, np.log([outer_steps(n, member=g, epsilon=epsilon,
+                                                                inner_constant=inner_constant) for n in xs]), 1)[0])
+               for g in members]
+    lo, hi = min(slopes), max(slopes)
+    gap = lo + 1.0 / 3.0
+    if gap <= 0 or hi >= 0:
+        raise ValueError(f"the run's outer steps on this grid leave no n^-1/4 regime (slopes {slopes})")
+    return RateClaim("N1 (prox) exponent in n", "worst-case RMS Moreau gradient ~ n^-1/4 (statistical term)",
+                     (lo, hi), -1.0 / 3.0, gap / 2.0, _CITE + ", weakly convex theorem")
+
+
+def rate_terms(n: int, *, epsilon: float) -> dict[str, float]:
+    r"""The two terms of the proximal method's rate with unit constants at ``delta = n^-1.1``: ``statistical``
+    :math:`n^{-1/4}` and ``privacy`` :math:`(\sqrt{d\ln(1/\delta)}/(n\varepsilon))^{1/3}` (d = :data:`D_DIM`),
+    computed from the run's parameters only (which term dominates on a grid)."""
+    n = check_int(n, "n", lo=2)
+    priv = (np.sqrt(D_DIM * np.log(1.0 / delta_for_n(n))) / (n * float(epsilon))) ** (1.0 / 3.0)
+    return {"statistical": float(n ** -0.25), "privacy": float(priv)}
+
+
+def claim_inputs(records: Sequence[Mapping[str, Any]], key: str,
+                 start: Mapping[int, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Claim input ``(x, y, family, trivial)``: ``n``, the measure ``key``, the member, and the learns-nothing
+    control, the measure at the start point ``x_0`` of the same member (``start``), on every record."""
+    n, y, g = (np.array([r[k] for r in records]) for k in ("n", key, "member"))
+    return n.astype(float), y.astype(float), g, np.array([float(start[int(m)]) for m in g])

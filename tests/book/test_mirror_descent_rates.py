@@ -12,28 +12,31 @@ from dpsco_book import mirror_descent_rates as mc
 from dpsco_lib.experiments import Verdict
 from dpsco_lib.problems import HardLinear, PlantedCubeLinear, PlantedLpLinear
 
-#: A bump in the multiplier c, peaked inside the grid of every regime (as the measured phi(c) is).
-_PEAK = {"p=1": 1.0, "p=1.5": 6.0, "p=2": 6.0, "p=inf": 3.0}
+
+def _phi(c):
+    """Scaled excess of a member c = gamma / s: ~c (learns nothing) for small c, ~1/c for large c, peak 1/2 at 1."""
+    return c / (1.0 + c * c)
 
 
-def _synthetic(regime, cells, *, n_expo=-0.5, d_shape=None, reps=12, seed=0, noise=0.15, bound_mult=1.5):
-    """Records on the (d, n) ``cells`` of a family whose worst member follows ``n^n_expo d_shape(d)``, with
-    lognormal replicate noise and the bound ``bound_mult n^-1/2 d_shape(d)``."""
+def _synthetic(regime, cells, *, n_expo=-0.5, d_shape=None, reps=10, seed=0, noise=0.1, bound_mult=0.62):
+    """Records on the (d, n) ``cells`` of the lattice: member gamma has excess s phi(gamma / s) with the scale
+    s = n^n_expo d_shape(d), lognormal replicate noise, the start point's excess gamma and the bound
+    ``bound_mult s``."""
     rng = np.random.default_rng(seed)
     d_shape = d_shape or (lambda d: 1.0)
     recs = []
     for d, n in dict.fromkeys(cells):
-        for c in mc.MULTIPLIERS[regime]:
-            phi = math.exp(-0.5 * math.log(c / _PEAK[regime]) ** 2)
-            base = phi * n**n_expo * d_shape(d)
+        s = 2.0 * n**n_expo * d_shape(d)
+        for g in mc.GAMMAS:
             for r in range(reps):
-                recs.append({"regime": regime, "d": d, "n": n, "c": c, "replicate": r, "gamma": 0.1,
-                             "excess": base * math.exp(noise * rng.standard_normal()),
-                             "bound": bound_mult * n**-0.5 * d_shape(d)})
+                recs.append({"regime": regime, "d": d, "n": n, "gamma": g, "replicate": r, "trivial": g,
+                             "excess": s * _phi(g / s) * math.exp(noise * rng.standard_normal()),
+                             "bound": bound_mult * s})
     return recs
 
 
-def test_minimax_scale_member_and_grid():
+def test_the_lattice_is_fixed_and_spans_two_decades():
+    assert mc.GAMMAS[0] == 1.0 and mc.GAMMAS[-1] <= 0.01 and len(mc.GAMMAS) == 8
     assert mc.minimax_scale("p=1", 100, 10) == pytest.approx(math.sqrt(2 * math.log(20) / 100))
     assert mc.minimax_scale("p=2", 400, 10) == pytest.approx(0.05)
     assert mc.minimax_scale("p=inf", 400, 16) == pytest.approx(0.2)
@@ -41,42 +44,34 @@ def test_minimax_scale_member_and_grid():
     assert isinstance(mc.family_member("p=1.5", 5, 0.2), PlantedLpLinear)
     assert isinstance(mc.family_member("p=inf", 5, 0.2), PlantedCubeLinear)
     assert mc.family_member("p=2", 5, 0.2).p == 2.0
-    grid = mc.family_grid("p=inf", [(4, 1024), (4, 4096), (4, 1024), (8, 4096)])
-    assert len(grid) == 3 * len(mc.MULTIPLIERS["p=inf"]) and grid[0] == {"regime": "p=inf", "d": 4, "n": 1024, "c": 2.0}
+    grid = mc.sweep_grid({"p=inf": (4, [1024, 4096])}, {"p=inf": (4096, [4, 16])}, ["p=inf"])
+    assert sorted({(p["d"], p["n"]) for p in grid}) == [(4, 1024), (4, 4096), (16, 4096)]
+    # the same members at every grid point, whatever n and d
+    assert all(sorted(p["gamma"] for p in grid if (p["d"], p["n"]) == c) == sorted(mc.GAMMAS)
+               for c in [(4, 1024), (16, 4096)])
     with pytest.raises(ValueError, match="regime"):
         mc.minimax_scale("p=3", 100, 10)
 
 
-def test_grids_leave_out_members_above_gamma_one_and_share_cells():
-    pts = mc.family_grid("p=1", [(2048, 256)])
-    assert [p["c"] for p in pts] == [0.5, 1.0, 2.0]  # c = 4 would give gamma = 1.02
-    grid = mc.sweep_grid({"p=inf": (4, [1024, 4096])}, {"p=inf": (4096, [4, 16])}, ["p=inf"])
-    assert sorted({(p["d"], p["n"]) for p in grid}) == [(4, 1024), (4, 4096), (16, 4096)]
-    assert mc.sweep_grid({}, {"p=2": (256, [4, 8])}, ["p=1", "p=2"]) == mc.family_grid("p=2", [(4, 256), (8, 256)])
-
-
-def test_smd_family_task_returns_exact_excess_below_trivial_and_refuses_gamma_above_one():
+def test_smd_lattice_task_returns_exact_excess_and_the_start_points_excess():
     for regime, d in (("p=1", 6), ("p=1.5", 6), ("p=2", 6), ("p=inf", 3)):
-        out = mc.smd_family_task(rng=np.random.default_rng(0), regime=regime, d=d, n=300, c=2.0)
-        assert out["gamma"] == pytest.approx(2.0 * mc.minimax_scale(regime, 300, d), rel=1e-8)
-        assert 0.0 < out["excess"] <= out["trivial"] * 2 and out["bound"] > 0
-    out = mc.smd_family_task(rng=np.random.default_rng(0), regime="p=2", d=6, n=256, c=2.0)
+        out = mc.smd_lattice_task(rng=np.random.default_rng(0), regime=regime, d=d, n=300, gamma=0.25)
+        assert "gamma" not in out and 0.0 < out["excess"] <= 2 * out["trivial"] and out["bound"] > 0
+    out = mc.smd_lattice_task(rng=np.random.default_rng(0), regime="p=1", d=6, n=256, gamma=0.5)
+    assert out["trivial"] == pytest.approx(0.5)  # x = 0: excess gamma (1 - 0)
+    out = mc.smd_lattice_task(rng=np.random.default_rng(0), regime="p=2", d=6, n=256, gamma=0.5)
     assert out["bound"] == pytest.approx(1 / 16)  # G sqrt(2B/n) with B = 1/2, G = 1
     with pytest.raises(ValueError, match="gamma"):
-        mc.smd_family_task(rng=np.random.default_rng(0), regime="p=inf", d=8, n=100, c=8.0)
+        mc.smd_lattice_task(rng=np.random.default_rng(0), regime="p=inf", d=8, n=100, gamma=2.0)
 
 
-def test_worst_fit_and_rows_read_the_worst_member():
+def test_worst_fit_and_rows_read_the_worst_member_of_the_lattice():
     recs = _synthetic("p=2", [(100, n) for n in (256, 1024, 4096)])
     fit = mc.worst_fit(recs, regime="p=2", vary="n", at=100, seed=0, n_boot=200)
     assert fit.slope == pytest.approx(-0.5, abs=0.06) and fit.ci_low < -0.5 < fit.ci_high
     rows = mc.worst_rows(recs, regime="p=2", vary="n", at=100)
-    assert [r["n"] for r in rows] == [256, 1024, 4096] and all(r["c"] in (4.0, 8.0) for r in rows)
-    assert all(r["interior"] and r["members"] == 4 for r in rows)
-    assert rows[0]["scaled"] == pytest.approx(rows[0]["worst"] * 16)
-    drecs = _synthetic("p=1", [(d, 512) for d in (8, 64, 512)], d_shape=lambda d: math.sqrt(math.log(d)))
-    lnv = mc.worst_fit(drecs, regime="p=1", vary="d", at=512, seed=1, n_boot=200, axis="lnd")
-    assert lnv.slope == pytest.approx(0.5, abs=0.15)
+    assert [r["n"] for r in rows] == [256, 1024, 4096] and [r["gamma"] for r in rows] == [0.125, 0.0625, 0.03125]
+    assert all(r["interior"] and r["members"] == len(mc.GAMMAS) for r in rows)
     with pytest.raises(ValueError, match="axis"):
         mc.worst_fit(recs, regime="p=2", vary="n", at=100, seed=0, n_boot=200, axis="lnd")
     with pytest.raises(ValueError, match="fewer than two"):
@@ -94,49 +89,95 @@ def test_bound_margin_flags_a_cell_whose_mean_is_well_above_the_bound():
 
 SWEEP_N = {"p=1": (100, [256, 1024, 4096]), "p=1.5": (100, [256, 1024, 4096]), "p=2": (100, [256, 1024, 4096]),
            "p=inf": (4, [1024, 4096, 16384])}
-SWEEP_D = {"p=1": (512, [8, 64, 512]), "p=1.5": (512, [8, 64, 512]), "p=2": (512, [8, 64, 512]),
-           "p=inf": (16384, [4, 16, 64])}
+SWEEP_D = {"p=1": (512, [8, 64, 512, 4096]), "p=1.5": (512, [8, 64, 512, 4096]),
+           "p=2": (512, [8, 64, 512, 4096]), "p=inf": (16384, [16, 64, 256, 1024])}
 
 
-def _all_records(*, n_expo=-0.5, inf_d_shape=math.sqrt, flat_d_shape=lambda d: 1.0):
+def _all_records(*, n_expo=-0.5, inf_d_shape=math.sqrt, flat_d_shape=lambda d: 1.0, p1_shape=None):
     recs = []
     for i, regime in enumerate(mc.REGIMES):
         (d0, ns), (n0, ds) = SWEEP_N[regime], SWEEP_D[regime]
-        cells = [(d0, n) for n in ns] + [(d, n0) for d in ds]
-        shape = {"p=1": lambda d: math.sqrt(math.log(d)), "p=inf": inf_d_shape}.get(regime, flat_d_shape)
-        recs += _synthetic(regime, cells, n_expo=n_expo, d_shape=shape, seed=i)
+        shape = {"p=1": p1_shape or (lambda d: math.sqrt(math.log(d))), "p=inf": inf_d_shape}.get(regime,
+                                                                                                 flat_d_shape)
+        # the d sweeps are scaled so that the worst member stays inside the lattice
+        recs += _synthetic(regime, [(d0, n) for n in ns], n_expo=n_expo, seed=i)
+        recs += _synthetic(regime, [(d, n0) for d in ds], n_expo=n_expo, seed=10 + i,
+                           d_shape=lambda d, f=shape, d1=ds[0]: f(d) / f(d1))
     return recs
 
 
-def _verdict(recs, *, interval=True):
-    fits_n, fits_d, order = mc.s1_fits(recs, SWEEP_N, SWEEP_D, seed=0, n_boot=200)
+def _claims(recs, sweep_n=SWEEP_N, sweep_d=SWEEP_D):
     v = Verdict("test")
-    mc.s1_checks(v, fits_n, fits_d, recs, tol_n=0.1, tol_d=0.2, interval=interval, fits_order=order)
-    return {c.name: c.passed for c in v.rows}
+    outs = mc.s1_claims(v, recs, sweep_n, sweep_d, rng=np.random.default_rng(0), required=0.8, n_boot=200,
+                        n_resamples=40)
+    return {o.claim_id: o for o in outs}, v
 
 
-def test_verdict_passes_on_the_predicted_curves():
-    rows = _verdict(_all_records())
-    assert len(rows) == 10 and all(rows.values()), rows
+def test_claims_pass_on_the_predicted_curves_and_reject_both_controls():
+    outs, v = _claims(_all_records())
+    assert len(outs) == 4 + 3 + 4 and all(o.passed for o in outs.values()), [o.row() for o in outs.values()]
+    assert all(r.passed for r in v.rows)
+    n1 = outs["S1 p=1 exponent in n"]
+    assert n1.power_trivial == 1.0 and n1.power_regime >= 0.8
+    assert outs["S1 p=2 exponent in ln d"].power_trivial is None  # the start point is dimension-free too
 
 
-def test_verdict_fails_on_an_n_to_the_minus_one_third_decay():
-    rows = _verdict(_all_records(n_expo=-1 / 3))
-    assert not any(rows[f"S1 {r}: worst case ~ n^-1/2"] for r in mc.REGIMES)
-    assert all(ok for k, ok in rows.items() if "n^-1/2" not in k and "mean excess" not in k), rows
-    rows = _verdict(_all_records(n_expo=-2 / 3), interval=False)  # point estimates only (few replicates)
-    assert not any(rows[f"S1 {r}: worst case ~ n^-1/2"] for r in mc.REGIMES)
-    assert rows["S1 p=inf: worst case grows like sqrt(d) (exponent in d)"]
+def test_the_learns_nothing_output_fails_every_n_claim():
+    recs = _all_records()
+    for regime, (d0, ns) in SWEEP_N.items():
+        x, _, fam, triv = mc.claim_records(recs, regime=regime, vary="n", at=d0, values=ns)
+        out = mc.n_claim(regime).evaluate(x, triv, family=fam, trivial=triv, rng=np.random.default_rng(1),
+                                          required=0.8, n_boot=200, n_resamples=40)
+        assert not out.accepted and not out.passed
 
 
-def test_verdict_fails_without_d_dependence_at_p_inf_and_with_log_growth_at_p_2():
-    rows = _verdict(_all_records(inf_d_shape=lambda d: 1.0))
-    failed = [k for k, ok in rows.items() if not ok]
-    assert "S1 p=inf: worst case grows like sqrt(d) (exponent in d)" in failed
-    assert "S1 ordering in d: polynomial > logarithmic > none" in failed
-    rows = _verdict(_all_records(flat_d_shape=lambda d: math.sqrt(math.log(d))))
-    assert not rows["S1 p=2: worst case no d-dependence (exponent in ln d)"]
-    assert not rows["S1 p=1.5: worst case no d-dependence (exponent in ln d)"]
+def test_claims_fail_on_an_n_to_the_minus_one_third_decay():
+    outs, _ = _claims(_all_records(n_expo=-1 / 3), sweep_d={})
+    assert not any(outs[f"S1 {r} exponent in n"].accepted for r in mc.REGIMES)
+
+
+def test_claims_fail_without_d_dependence_at_p_inf_and_with_log_growth_at_p_2():
+    outs, _ = _claims(_all_records(inf_d_shape=lambda d: 1.0), sweep_n={})
+    assert not outs["S1 p=inf exponent in d"].accepted
+    outs, _ = _claims(_all_records(inf_d_shape=lambda d: math.sqrt(math.log(d))), sweep_n={})
+    assert not outs["S1 p=inf exponent in d"].accepted  # logarithmic growth is the neighbouring regime
+    outs, _ = _claims(_all_records(flat_d_shape=lambda d: math.sqrt(math.log(d))), sweep_n={})
+    assert not outs["S1 p=2 exponent in ln d"].accepted and not outs["S1 p=1.5 exponent in ln d"].accepted
+    outs, _ = _claims(_all_records(p1_shape=lambda d: 1.0), sweep_n={})
+    assert not outs["S1 p=1 exponent in ln d"].accepted
+
+
+def test_bound_claim_fails_when_the_bound_is_too_small():
+    recs = _synthetic("p=2", [(100, n) for n in (256, 1024, 4096)])
+    x, y, fam, triv = mc.claim_records(recs, regime="p=2", vary="n", at=100)
+    ok = mc.bound_claim(recs, "p=2", 100).evaluate(x, y, family=fam, trivial=triv, rng=np.random.default_rng(2),
+                                                   required=0.8, n_resamples=40)
+    assert ok.passed and ok.power_trivial == 1.0
+    bad = [r | {"bound": r["bound"] / 3} for r in recs]
+    out = mc.bound_claim(bad, "p=2", 100).evaluate(x, y, family=fam, trivial=triv, rng=np.random.default_rng(2),
+                                                   required=0.8, n_resamples=40)
+    assert not out.accepted
+    with pytest.raises(ValueError, match="no cell"):
+        mc.bound_claim(recs, "p=1", 100)
+
+
+def test_windows_are_at_most_half_the_gap_to_the_neighbouring_regime():
+    assert mc.TOL_N <= (mc.N_NEIGHBOUR + 0.5) / 2
+    c = mc.d_claim("p=inf", [16, 64, 256, 1024])
+    assert c.neighbour == pytest.approx(mc.sqrt_log_exponent([16, 64, 256, 1024])) and 0.05 < c.neighbour < 0.15
+    assert c.tolerance <= c.gap / 2 + 1e-12
+    short = mc.d_claim("p=inf", [2, 4, 16])  # sqrt(ln d) looks like d^0.33 there: a narrow window
+    assert short.tolerance < 0.1
+    lo, hi = mc.d_claim("p=1", [8, 64, 512, 4096]).bounds
+    assert lo == 0.5 and hi < 0.6 and mc.d_claim("p=1", [8, 64, 512, 4096]).tolerance <= (1.0 - hi) / 2
+
+
+def test_ordering_check_reads_separated_intervals():
+    recs = _all_records()
+    v = Verdict("test")
+    assert mc.ordering_check(v, mc.s1_fits(recs, SWEEP_D, seed=0, n_boot=200))
+    flat = _all_records(inf_d_shape=lambda d: 1.0)
+    assert not mc.ordering_check(Verdict("test"), mc.s1_fits(flat, SWEEP_D, seed=0, n_boot=200))
 
 
 def test_exact_optima_rows_match_cvxpy():
@@ -162,26 +203,3 @@ def test_lnd_exponent_range_lies_above_one_half_and_shrinks_towards_it_as_d_grow
     assert 0.5 < far < hi
     with pytest.raises(ValueError, match="ds"):
         mc.lnd_exponent_range([8, 8])
-
-
-def test_p1_dimension_row_reads_the_range_and_still_fails_without_growth():
-    def rows(p1_shape):
-        recs = []
-        for i, regime in enumerate(mc.REGIMES):
-            (d0, ns), (n0, ds) = SWEEP_N[regime], SWEEP_D[regime]
-            cells = [(d0, n) for n in ns] + [(d, n0) for d in ds]
-            shape = {"p=1": p1_shape, "p=inf": math.sqrt}.get(regime, lambda d: 1.0)
-            recs += _synthetic(regime, cells, n_expo=-0.5, d_shape=shape, seed=i)
-        fits_n, fits_d, order = mc.s1_fits(recs, SWEEP_N, SWEEP_D, seed=0, n_boot=200)
-        v = Verdict("test")
-        mc.s1_checks(v, fits_n, fits_d, recs, tol_n=0.1, tol_d=0.2, interval=True, fits_order=order,
-                     d_values={r: ds for r, (_, ds) in SWEEP_D.items()})
-        return {c.name: c for c in v.rows}
-
-    name = "S1 p=1: worst case grows like sqrt(ln d) (exponent in ln d)"
-    # the expected maximum of the construction itself (local exponent ~0.57 in ln d) passes ...
-    ok = rows(lambda d: mc.expected_max_gaussian(2 * d - 1))[name]
-    assert ok.passed and "in [+0.500, +0.5" in ok.predicted
-    # ... a dimension-free error and a ln d growth (exponent 1) do not
-    assert not rows(lambda d: 1.0)[name].passed
-    assert not rows(lambda d: math.log(d))[name].passed
