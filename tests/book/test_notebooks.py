@@ -12,6 +12,10 @@ from tests.conftest import ROOT
 
 NOTEBOOKS = toc_notebooks(ROOT)
 
+#: The notebooks whose rates are declared claims at the smoke profile (each claim runs its negative controls there;
+#: a control the claim fails to reject with the required power fails the verdict, hence this test).
+CLAIMS_AT_SMOKE = ("03_", "05_", "06_", "07_", "09_", "10_", "11_", "12_", "13_", "14_", "17_")
+
 
 def test_book_lists_notebooks():
     assert NOTEBOOKS, "_toc.yml lists no notebooks"
@@ -32,6 +36,11 @@ def test_notebook_smoke(notebook):
         for out in cell.get("outputs", [])
     )
     assert "VERDICT" in text and ": PASS (" in text, f"{notebook.name} printed no passing verdict line"
+    claims = [row for cell in nb["cells"] if cell["cell_type"] == "code" for out in cell.get("outputs", [])
+              for row in out.get("metadata", {}).get("dpsco", {}).get("claims", [])]
+    if notebook.stem.startswith(CLAIMS_AT_SMOKE):
+        assert claims, f"{notebook.name} recorded no declared claim at the smoke profile"
+    assert all(row["passed"] for row in claims), f"{notebook.name}: a claim failed or a control passed: {claims}"
     # A figure cell must show only its figure: a trailing expression's value (an execute_result) next to a
     # named figure gives the book a second copy of the figure's target ("Duplicate explicit target name").
     for i, cell in enumerate(nb["cells"]):
