@@ -160,8 +160,9 @@ class AtlasEntry:
         Members of an instance family (empty: one fixed instance); the worst case over them is fitted.
     family_name : str
         What a member is (``"mult"``, ``"alpha"``).
-    rep_factor : int
-        Replicates of this entry per ``n`` (and member) are ``rep_factor`` times the notebook's (for heavy-tailed
+    rep_factor : tuple of int
+        ``(smoke, paper)``: replicates of this entry per ``n`` (and member) are ``rep_factor`` times the notebook's
+        (coverage of a claim with a narrow window at the smoke profile's few replicates, and for heavy-tailed
         or discrete-valued errors, whose bootstrap intervals are too narrow with few replicates).
     needed_n : callable, optional
         ``() -> n`` at which the theorem's bound with constants reaches half the trivial error (median).
@@ -196,7 +197,7 @@ class AtlasEntry:
     relation: str = REPLACE_ONE
     family: tuple[float, ...] = ()
     family_name: str = ""
-    rep_factor: int = 1
+    rep_factor: tuple[int, int] = (1, 1)
     needed_n: Callable[[], float] | None = None
     label: str | None = None
     d_smoke: tuple[int, ...] = ()
@@ -230,6 +231,10 @@ class AtlasEntry:
         """The predicted exponent range ``(lo, hi)`` over the grid ``ns``."""
         lo, hi = self.prediction(ns) if callable(self.prediction) else self.prediction
         return float(min(lo, hi)), float(max(lo, hi))
+
+    def reps(self, profile: str) -> int:
+        """Replicate factor of a profile."""
+        return self.rep_factor[0] if profile == "smoke" else self.rep_factor[1]
 
     def tolerance(self, profile: str) -> float:
         """Exponent tolerance of a profile."""
@@ -499,7 +504,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
         key="S1 SMD", spec="S1", algorithm="run_smd", problem="hard linear family, l1 ball, d = 200 (non-private)",
         measure="excess risk", epsilon=None, d=200, n_smoke=(256, 1024, 4096), n_paper=(256, 1024, 4096, 16_384),
         prediction=(-0.5, -0.5), relation="", family=GAMMA_LATTICE, family_name="gamma",
-        rate="L0 sqrt(2 ln|V| / n)", label="thm-S1", neighbour=-1.0 / 3.0, tol=(0.08, 0.08),
+        rate="L0 sqrt(2 ln|V| / n)", label="thm-S1", neighbour=-1.0 / 3.0, tol=(0.08, 0.08), rep_factor=(2, 1),
         cite="NY83, JNLS09 (SMD, Thm S1)",
         regime="non-private; worst case over the fixed lattice gamma = 2^-k (k = 0..7) of the hard linear family "
                "(a Le Cam family): the worst member at n has gamma ~ sqrt(2 ln(2d)/n). Neighbour -1/3: the "
@@ -521,7 +526,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
     AtlasEntry(
         key="D4 DP-SGD", spec="D4", algorithm="run_dp_sgd", problem="l1-ball LS, d = 10",
         measure="excess risk", epsilon=1.0, d=10, n_smoke=(1000, 4000, 16_000),
-        n_paper=(1000, 2000, 4000, 8000, 16_000), prediction=(-1.0, -0.5), neighbour=-1.0 / 3.0, tol=(0.08, 0.08),
+        n_paper=(1000, 4000, 16_000), prediction=(-1.0, -0.5), neighbour=-1.0 / 3.0, tol=(0.08, 0.08),
         rate="as S2 (Poisson subsampling)", label="thm-D4", cite="ACGMMTZ16, BFTT19 (DP-SGD, Thm D4)",
         regime="as S2 (same T, batch and step size; same neighbours); add/remove calibrated for the replace-one "
                "target", paper_only=True,
@@ -567,7 +572,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
         key="A1 SMD saddle", spec="A1", algorithm="run_private_smd_saddle", problem="matrix game 20 x 20",
         measure="duality gap", epsilon=1.0, d=20, n_smoke=(4000, 16_000, 64_000),
         n_paper=(4000, 8000, 16_000, 32_000, 64_000), prediction=functools.partial(_a1_range, d=20, epsilon=1.0),
-        neighbour=-0.4, tol=(0.035, 0.035), cite="GGP24 (Algorithm 1, Thm A1)",
+        neighbour=-0.4, tol=(0.035, 0.035), rep_factor=(2, 1), cite="GGP24 (Algorithm 1, Thm A1)",
         rate="L0 (sqrt(log d/n) + rho^(1/2)), rho = log^(3/2) d sqrt(log 1/delta)/(n eps)", label="thm-A1",
         regime="quadratic regime (L2 = 0, K = 1): the private term rho^(1/2) dominates (notebook 09)" + _A_SECOND,
         runner=_runner("A1 private SMD saddle", "matrix game", 1.0, hyper=(("regime", "quadratic"),)),
@@ -579,7 +584,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
     AtlasEntry(
         key="A3 bias-reduced SMD", spec="A3", algorithm="run_bias_reduced_smd_saddle", problem="matrix game 20 x 20",
         measure="duality gap", epsilon=1.0, d=20, n_smoke=(32_000, 64_000, 128_000),
-        n_paper=(32_000, 64_000, 128_000), prediction=_bound_range(a3_bound), rep_factor=2,
+        n_paper=(32_000, 64_000, 128_000), prediction=_bound_range(a3_bound), rep_factor=(2, 2),
         neighbour=-1.0 / 3.0, tol=(0.065, 0.065), statistic="median", cite="GGP24 (Algorithm 3, Thm 3.14)",
         rate="log(d)/sqrt n + log(d)/sqrt(n eps) (constant probability, Thm 3.14)",
         regime="default parameters (accountant best, M2 = L0^2 as L2 = 0); the private term dominates; the grid "
@@ -601,7 +606,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
     AtlasEntry(
         key="A5 anytime SMD", spec="A5", algorithm="run_anytime_smd_sco", problem="planted linear family, d = 10",
         measure="excess risk", epsilon=1.0, d=10, n_smoke=(4000, 16_000, 64_000),
-        n_paper=(4000, 10_000, 25_000, 64_000, 160_000), prediction=_bound_range(a5_bound),
+        n_paper=(4000, 16_000, 64_000), prediction=_bound_range(a5_bound),
         family=(0.25, 0.5, 1.0), family_name="margin", neighbour=-0.4, tol=(0.035, 0.035), paper_only=True,
         cite="GGP24 (Algorithm 5, Thm 4.2)",
         rate="sqrt(log d/n) + log d/sqrt(n eps) (second-order smooth)",
@@ -627,7 +632,7 @@ def atlas_grid(profile: str, sweep: str = "n") -> list[dict[str, Any]]:
         return [{"key": e.key, "n": e.n_for_d, "d": d, "sweep": "d", "member": 0.0}
                 for e in ATLAS for d in e.d_grid(profile)]
     return [{"key": e.key, "n": n, "d": e.d, "sweep": "n", "member": float(m), "rep": k} for e in ATLAS
-            for n in e.n_grid(profile) for m in (e.family or (0.0,)) for k in range(e.rep_factor)]
+            for n in e.n_grid(profile) for m in (e.family or (0.0,)) for k in range(e.reps(profile))]
 
 
 def atlas_task(*, rng: np.random.Generator, key: str, n: int, d: int, sweep: str = "n",
@@ -687,12 +692,15 @@ def rate_claim(entry: AtlasEntry, ns: Sequence[int], profile: str) -> RateClaim 
 
 
 def polylog_range(ds: Sequence[int]) -> tuple[float, float]:
-    """The exponents in ``d`` of a polylogarithmic dependence up to one power of ``ln d`` over the grid ``ds``:
-    from 0 (no dependence) to the local slope of ``ln d`` (least squares of ``log ln d`` on ``log d``)."""
+    """The exponents in ``d`` of a power ``ln^k d``, ``1/4 <= k <= 1``, over the grid ``ds``: ``k`` times the local
+    slope of ``ln d`` (least squares of ``log ln d`` on ``log d``). The bounds' shapes ``sqrt(ln d)`` (S1) and
+    ``log^(3/4)(d d_y)`` (A1) lie inside, with a factor 2 in the power of the logarithm either way for the
+    instance's constants; an error that does not grow with ``d`` (slope 0) lies outside."""
     x = np.log(np.asarray(ds, dtype=float))
     if x.size < 2 or np.any(x <= 0):
         raise ValueError(f"ds must hold at least two dimensions >= 2, got {list(ds)}")
-    return 0.0, float(np.polyfit(x, np.log(x), 1)[0])
+    s = float(np.polyfit(x, np.log(x), 1)[0])
+    return s / 4.0, s
 
 
 def d_claim(entry: AtlasEntry, ds: Sequence[int]) -> RateClaim:
@@ -700,9 +708,9 @@ def d_claim(entry: AtlasEntry, ds: Sequence[int]) -> RateClaim:
 
     Polynomial (Euclidean) methods: ``d_range``, the exponents of the bound's terms (``sqrt d`` to ``d`` once
     ``L = sqrt(d) L0``); the neighbour is the polylogarithmic 0. Polylogarithmic methods: :func:`polylog_range`,
-    from 0 to the local slope of ``ln d`` over the grid, which contains the local slope of the bound's own shape
-    ``d_shape`` (``sqrt(ln d)``, ``log^(3/4)(d d_y)``) and allows the instance's constants (a random game per
-    ``d``) their logarithmic drift; the neighbour is the polynomial ``1/2``.
+    the local slopes of ``ln^k d``, ``1/4 <= k <= 1``, over the grid, which contain the local slope of the bound's
+    own shape ``d_shape`` (``sqrt(ln d)``, ``log^(3/4)(d d_y)``) and allow the instance's constants (a random game
+    per ``d``) their logarithmic drift; the neighbour is the polynomial ``1/2``.
     """
     if entry.d_neighbour is None:
         raise ValueError(f"entry {entry.key!r} has no claim in d")
