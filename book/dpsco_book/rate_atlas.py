@@ -456,7 +456,10 @@ def needed_n_extrapolated(n_last: float, ratio_last: float, exponent: float, tar
     ratio_last)`` along ``n^exponent`` (``exponent < 0``)."""
     if not exponent < 0:
         return math.inf
-    return float(n_last * (target / ratio_last) ** (1.0 / exponent)) if ratio_last > target else float(n_last)
+    if ratio_last <= target:
+        return float(n_last)
+    log_n = math.log(n_last) + math.log(target / ratio_last) / exponent
+    return math.exp(log_n) if log_n < 700 else math.inf
 
 
 def _trivial_game() -> float:
