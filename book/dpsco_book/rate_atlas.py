@@ -5,8 +5,10 @@ A registry of :class:`AtlasEntry` objects. Each entry fixes one algorithm (a ``r
 sample sizes ``n``, the exponent (or range of exponents) that the algorithm's theorem predicts for the measured
 error in ``n`` over that grid, and a *runner* ``runner(n, d, rng, member) -> dict`` returning the exact error of
 one run with its privacy certificate. The notebook stays glue: it sweeps :func:`atlas_task` over the entries
-with :func:`~dpsco_lib.experiments.run_sweep`, then :func:`atlas_table` fits the exponents and
-:func:`atlas_verdict` checks them two-sided (:meth:`~dpsco_lib.experiments.Verdict.check_exponent`).
+with :func:`~dpsco_lib.experiments.run_sweep`, then :func:`atlas_table` tests each entry's declared claim
+(:func:`rate_claim`, a :class:`~dpsco_lib.experiments.claims.RateClaim` fixed from the grid before the run, with
+the learns-nothing control, the records' ``trivial`` errors, and the wrong-regime control, the entry's
+``neighbour``) and :func:`atlas_verdict` records the outcomes (:meth:`~dpsco_lib.experiments.Verdict.claim`).
 
 Privacy. Every private entry runs at ``epsilon <= 2`` with ``delta = n^-1.1``
 (:func:`~dpsco_book.privacy_rule.delta_for_n`) under the tightest accountant (``"best"``). All algorithms are
@@ -20,36 +22,43 @@ Problems (all with exact population objectives, so every error below is exact):
 
 * ``simplex LS`` / ``l1-ball LS``: :func:`~dpsco_lib.problems.least_squares.hard_least_squares` with ``p = 1``,
   ``c = 2`` (``L0 = 3``, ``L1 = 1``), minimizer the vertex ``e_1`` (notebooks 03 and 12);
-* ``hard linear``: the hard linear family :func:`~dpsco_lib.problems.hard_linear.hard_linear` on the l1 ball, the
-  member ``gamma = mult x B(n, d)`` scaled with the theorem's own bound ``B`` (notebook 05,
-  :mod:`~dpsco_book.frank_wolfe_rates`): the worst case over the members is fitted;
-* ``fingerprint lp``: the lower-bound construction of result F3 on the ``l_1.5`` ball, members ``alpha``
-  (notebook 06, :mod:`~dpsco_book.lp_frank_wolfe_lower_bound`), worst case fitted;
+* ``hard linear``: the hard linear family :func:`~dpsco_lib.problems.hard_linear.hard_linear` on the l1 ball over
+  the fixed lattice :data:`GAMMA_LATTICE` (``gamma = 2^-k``, two decades, independent of ``n`` and ``d``;
+  notebook 05, :mod:`~dpsco_book.frank_wolfe_rates`): the worst case over the members is claimed;
+* ``fingerprint lp``: the lower-bound construction of result F3 on the ``l_1.5`` ball, members
+  ``alpha = 2^-k`` (two decades; notebook 06, :mod:`~dpsco_book.lp_frank_wolfe_lower_bound`), worst case claimed;
 * ``matrix game``: :func:`~dpsco_lib.problems.games.random_bilinear_game` on simplices with rank-one Rademacher
   noise (notebook 09); closed-form population gap.
 
-Predictions in ``n`` (what each entry checks, two-sided; a bound that is a sum of terms with different exponents,
-or carries logarithmic factors, has a local slope between them over a finite grid):
+Predictions in ``n`` (each a claim, two-sided, with the nearest neighbouring regime's exponent as the wrong-regime
+control and a tolerance of at most half the gap; a bound that is a sum of terms with different exponents, or
+carries logarithmic factors, has a local slope between them over a finite grid):
 
-- S1 ``run_smd``: ``L0 sqrt(2 ln d / n)``: -1/2.
-- S2 ``run_noisy_sgd``, D4 ``run_dp_sgd``: ``L D2 (1/sqrt n + sqrt(d ln 1/delta)/(eps n))``: [-1, -1/2].
+- S1 ``run_smd``: ``L0 sqrt(2 ln d / n)``: -1/2 (neighbour -1/3).
+- S2 ``run_noisy_sgd``, D4 ``run_dp_sgd``: ``L D2 (1/sqrt n + sqrt(d ln 1/delta)/(eps n))``: [-1, -1/2]
+  (neighbour -1/3).
 - F1 ``run_poly_sfw``: worst case over the family, the local slope of the privacy term
-  (:func:`~dpsco_book.frank_wolfe_rates.poly_sfw_exponent_range`).
-- F2 ``run_private_vr_frank_wolfe``: worst case over the family, [-2/3, -1/2].
+  (:func:`~dpsco_book.frank_wolfe_rates.poly_sfw_exponent_range`); reported, not claimed (the range contains
+  the neighbouring -1/3 over an affordable grid).
+- F2 ``run_private_vr_frank_wolfe``: worst case over the family, [-2/3, -1/2] (neighbour -1/3).
 - F3 ``run_gg_vr_sfw`` (tree): worst case over the family, the private term ``n^-1`` times the ``delta_n``
-  factor of the calibration (:func:`~dpsco_book.lp_frank_wolfe_lower_bound.private_rate_range`).
+  factor of the calibration (:func:`~dpsco_book.lp_frank_wolfe_lower_bound.private_rate_range`; neighbour -3/4).
 - A1 ``run_private_smd_saddle`` (``L2 = 0``): ``sqrt(log d/n) + rho^{1/2}``: from -1/2 to the local slope of
-  ``rho^{1/2}`` (``rho = log^{3/2} d sqrt(log 1/delta_n)/(n eps)``).
+  ``rho^{1/2}`` (``rho = log^{3/2} d sqrt(log 1/delta_n)/(n eps)``; neighbour -2/5).
 - A3 ``run_bias_reduced_smd_saddle``: Thm 3.14's bound with this library's constants
-  (:func:`~dpsco_lib.algorithms.bias_reduced_saddle.alg3_theory_params`): from -1/2 to its local slope.
-- A4 ``run_boosted_saddle``: A3's bound on the candidates' records, same range.
+  (:func:`~dpsco_lib.algorithms.bias_reduced_saddle.alg3_theory_params`): from -1/2 to its local slope
+  (neighbour -1/3).
+- A4 ``run_boosted_saddle``: A3's bound on the candidates' records, same range (neighbour -1/3).
 - A5 ``run_anytime_smd_sco`` (second-order regime), worst case over the planted family of notebook 12: from -1/2
   to the local slope of Thm 4.2's bound model
-  (:func:`~dpsco_lib.algorithms.anytime_smd.alg5_theory_params`).
+  (:func:`~dpsco_lib.algorithms.anytime_smd.alg5_theory_params`; neighbour -2/5).
+
+Exponents in ``d`` at fixed ``n`` (:func:`d_claim`): polylogarithmic methods (S1, A1) the local slopes of
+``ln^k d``, ``1/4 <= k <= 1`` (neighbour 1/2); Euclidean ones (S2, D4) [1/2, 1] (neighbour 0).
 
 An entry whose median error at the largest ``n`` is not below half its trivial error reports the ``n`` it needs:
 from its theorem's bound with constants (:func:`needed_n_bound`) and from the measured curve
-(:func:`needed_n_extrapolated`); it is checked by its exponent like every other entry, never asserted to fail.
+(:func:`needed_n_extrapolated`); it is tested by its claim like every other entry, never asserted to fail.
 
 The library works in the idealized real-arithmetic model (float64, non-cryptographic RNG).
 """
