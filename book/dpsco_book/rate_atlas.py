@@ -500,7 +500,7 @@ def _f3_range(ns: Sequence[int]) -> tuple[float, float]:
 # ---------------------------------------------------------------------------------------------------------
 # The registry
 # ---------------------------------------------------------------------------------------------------------
-_D_SGD = (20, 40, 80)
+_D_SGD = (40, 80)
 _SGD_REGIME = ("both terms matter: the l2 constants of an l1 problem (L = sqrt(d) L0, D2 = 2) at eps = 1; "
                "Sigma = I makes the instance strongly convex, which the measured range must still fit. Neighbour: "
                "-1/3, the slowest rate of the neighbouring private regimes (a Frank-Wolfe or first-order smooth "
@@ -532,7 +532,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
         n_paper=(1000, 2000, 4000, 8000, 16_000), prediction=(-1.0, -0.5), neighbour=-1.0 / 3.0, tol=(0.08, 0.08),
         rate="L D2 (1/sqrt n + sqrt(d ln(1/delta))/(eps n))", label="thm-S2", regime=_SGD_REGIME,
         cite="BFTT19 (noisy SGD, Thm S2)", runner=_runner("S2 noisy SGD", "l1-ball LS", 1.0),
-        d_smoke=(20, 80), d_paper=_D_SGD, n_for_d=16_000, d_range=(0.5, 1.0), d_neighbour=0.0, d_tol=0.25,
+        d_smoke=_D_SGD, d_paper=_D_SGD, n_for_d=16_000, d_range=(0.5, 1.0), d_neighbour=0.0, d_tol=0.25,
         d_shape_text="sqrt(d) (statistical, L = sqrt(d) L0) to d (private term)", d_problem="l1-ball LS, n = 16000",
     ),
     AtlasEntry(
@@ -544,7 +544,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
                "target", paper_only=True,
         relation="replace-one (add/remove x group of 2)",
         runner=_runner("D4 DP-SGD", "l1-ball LS", 1.0, hyper_fn=dp_sgd_hyper),
-        d_smoke=(20, 80), d_paper=_D_SGD, n_for_d=16_000, d_range=(0.5, 1.0), d_neighbour=0.0, d_tol=0.25,
+        d_smoke=_D_SGD, d_paper=_D_SGD, n_for_d=16_000, d_range=(0.5, 1.0), d_neighbour=0.0, d_tol=0.25,
         d_shape_text="sqrt(d) (statistical, L = sqrt(d) L0) to d (private term)", d_problem="l1-ball LS, n = 16000",
     ),
     AtlasEntry(
