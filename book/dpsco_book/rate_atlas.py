@@ -516,7 +516,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
         key="S1 SMD", spec="S1", algorithm="run_smd", problem="hard linear family, l1 ball, d = 200 (non-private)",
         measure="excess risk", epsilon=None, d=200, n_smoke=(256, 1024, 4096), n_paper=(256, 1024, 4096, 16_384),
         prediction=(-0.5, -0.5), relation="", family=GAMMA_LATTICE, family_name="gamma",
-        rate="L0 sqrt(2 ln|V| / n)", label="thm-S1", neighbour=-1.0 / 3.0, tol=(0.08, 0.08), rep_factor=(2, 1),
+        rate="L0 sqrt(2 ln|V| / n)", label="thm-S1", neighbour=-1.0 / 3.0, tol=(0.08, 0.08), rep_factor=(3, 1),
         cite="NY83, JNLS09 (SMD, Thm S1)",
         regime="non-private; worst case over the fixed lattice gamma = 2^-k (k = 0..7) of the hard linear family "
                "(a Le Cam family): the worst member at n has gamma ~ sqrt(2 ln(2d)/n). Neighbour -1/3: the "
@@ -584,7 +584,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
         key="A1 SMD saddle", spec="A1", algorithm="run_private_smd_saddle", problem="matrix game 20 x 20",
         measure="duality gap", epsilon=1.0, d=20, n_smoke=(4000, 16_000, 64_000),
         n_paper=(4000, 8000, 16_000, 32_000, 64_000), prediction=functools.partial(_a1_range, d=20, epsilon=1.0),
-        neighbour=-0.4, tol=(0.035, 0.035), rep_factor=(2, 1), cite="GGP24 (Algorithm 1, Thm A1)",
+        neighbour=-0.4, tol=(0.035, 0.035), rep_factor=(3, 1), cite="GGP24 (Algorithm 1, Thm A1)",
         rate="L0 (sqrt(log d/n) + rho^(1/2)), rho = log^(3/2) d sqrt(log 1/delta)/(n eps)", label="thm-A1",
         regime="quadratic regime (L2 = 0, K = 1): the private term rho^(1/2) dominates (notebook 09)" + _A_SECOND,
         runner=_runner("A1 private SMD saddle", "matrix game", 1.0, hyper=(("regime", "quadratic"),)),
@@ -598,6 +598,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
         measure="duality gap", epsilon=1.0, d=20, n_smoke=(32_000, 64_000, 128_000),
         n_paper=(32_000, 64_000, 128_000), prediction=_bound_range(a3_bound), rep_factor=(2, 2),
         neighbour=-1.0 / 3.0, tol=(0.065, 0.065), statistic="median", cite="GGP24 (Algorithm 3, Thm 3.14)",
+        paper_only=True,
         rate="log(d)/sqrt n + log(d)/sqrt(n eps) (constant probability, Thm 3.14)",
         regime="default parameters (accountant best, M2 = L0^2 as L2 = 0); the private term dominates; the grid "
                "starts where the bound falls to the trivial gap (below it the median gap is near or above it). "
