@@ -609,7 +609,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
         key="A4 boosted", spec="A4", algorithm="run_boosted_saddle", problem="matrix game 20 x 20",
         measure="duality gap", epsilon=1.0, d=20, n_smoke=(512_000, 1_024_000), n_paper=(512_000, 1_024_000),
         prediction=_bound_range(a4_bound), neighbour=-1.0 / 3.0, tol=(0.065, 0.065), statistic="median",
-        paper_only=True, cite="GGP24 (Algorithm 4, Thm 3.20)",
+        paper_only=True, rep_factor=(1, 2), cite="GGP24 (Algorithm 4, Thm 3.20)",
         rate="log(d)/sqrt n + log(d)/sqrt(n eps) with probability 1 - beta (Thm 3.20, beta = 0.05)",
         regime="boosts Algorithm 3 run on n/(2k) records per candidate (k = 7); at smaller n the selection of the "
                "best of k poor, spread-out candidates gains a factor that shrinks with n, which flattens the curve."
