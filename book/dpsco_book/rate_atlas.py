@@ -520,7 +520,7 @@ ATLAS: tuple[AtlasEntry, ...] = (
         key="S1 SMD", spec="S1", algorithm="run_smd", problem="hard linear family, l1 ball, d = 200 (non-private)",
         measure="excess risk", epsilon=None, d=200, n_smoke=(256, 1024, 4096), n_paper=(256, 1024, 4096, 16_384),
         prediction=(-0.5, -0.5), relation="", family=GAMMA_LATTICE, family_name="gamma",
-        rate="L0 sqrt(2 ln|V| / n)", label="thm-S1", neighbour=-1.0 / 3.0, tol=(0.08, 0.08), rep_factor=(3, 1),
+        rate="L0 sqrt(2 ln|V| / n)", label="thm-S1", neighbour=-1.0 / 3.0, tol=(0.08, 0.08), rep_factor=(2, 1),
         cite="NY83, JNLS09 (SMD, Thm S1)",
         regime="non-private; worst case over the fixed lattice gamma = 2^-k (k = 0..7) of the hard linear family "
                "(a Le Cam family): the worst member at n has gamma ~ sqrt(2 ln(2d)/n). Neighbour -1/3: the "
