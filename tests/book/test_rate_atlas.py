@@ -10,16 +10,21 @@ import pytest
 
 from dpsco_book.privacy_rule import delta_for_n
 from dpsco_book.rate_atlas import (
+    ALPHA_LATTICE,
     ATLAS,
+    GAMMA_LATTICE,
     a3_bound,
     atlas_grid,
     atlas_task,
     atlas_verdict,
+    d_claim,
     d_exponent,
     entry_row,
     get_entry,
     needed_n_bound,
     needed_n_extrapolated,
+    polylog_range,
+    rate_claim,
 )
 from dpsco_lib.experiments import Verdict, fit_loglog_slope
 
@@ -37,8 +42,6 @@ def test_registry_integrity():
             assert len(grid) >= 2 and list(grid) == sorted(set(grid)), e.key
             lo, hi = e.predicted(grid)
             assert -1.0 <= lo <= hi < 0, e.key
-        # smoke: about 3.3 seed-to-seed standard deviations of the smoke fit; paper: narrow enough to tell -1/2
-        # from -2/3 and -1/3
         assert 0 < e.tol[0] <= 0.25 and 0 < e.tol[1] <= 0.15, f"{e.key}: a tolerance must be able to fail"
         assert e.measure in ("excess risk", "duality gap"), e.key
         assert e.label is None or e.label in EXISTING_LABELS, f"{e.key}: label {e.label} does not exist in the book"
@@ -108,8 +111,10 @@ def test_family_entry_needs_a_member_and_grid_lists_members():
     e = get_entry("F1 Poly-SFW")
     with pytest.raises(ValueError, match="member"):
         atlas_task(rng=np.random.default_rng(0), key=e.key, n=1000, d=2)
+    assert not [g for g in atlas_grid("smoke") if g["key"] == e.key], "F1 runs at the paper profile only"
+    e = get_entry("F2 tree FW")
     rows = [g for g in atlas_grid("smoke") if g["key"] == e.key]
-    assert len(rows) == len(e.n_smoke) * len(e.family)
+    assert len(rows) == len(e.n_smoke) * len(e.family) * e.reps("smoke")
 
 
 def test_dp_sgd_entry_is_replace_one_through_the_conversion():
@@ -145,8 +150,8 @@ def _records(key: str, ratios: dict[int, float], noise: float = 0.0) -> list[dic
 
 
 def test_verdict_is_two_sided_and_needs_n_is_not_a_failure():
-    """An entry on its predicted slope passes whether or not it learned (a non-learner states the n it needs);
-    a decay faster than predicted fails."""
+    """An entry on its predicted slope passes its claim whether or not it learned (a non-learner states the n it
+    needs); a decay faster than predicted fails, at the smoke profile as at the paper profile (same logic)."""
     e = get_entry("A3 bias-reduced SMD")
     ns = e.n_smoke
     for scale, learns in ((0.3, True), (3.0, False)):
@@ -155,18 +160,83 @@ def test_verdict_is_two_sided_and_needs_n_is_not_a_failure():
         v = Verdict("t")
         atlas_verdict(v, rows, [])
         assert rows[0]["learns"] == learns and all(c.passed for c in v.rows), v.table_text()
+        assert rows[0]["claim"].power_trivial == 1.0 and rows[0]["claim"].power_regime >= 0.8
         if not learns:
             assert math.isfinite(rows[0]["needs_n_curve"]) and rows[0]["needs_n_curve"] > ns[-1]
-    fast = entry_row(e, _records(e.key, {n: 0.3 * (n / ns[0]) ** -1.0 for n in ns}, 0.01), "smoke",
-                     rng=np.random.default_rng(1), n_boot=200)
-    v = Verdict("t")
-    assert not v.check_exponent("fast", fast["fit"], (fast["pred_lo"], fast["pred_hi"]), fast["tol"])
-    v = Verdict("t")
-    atlas_verdict(v, [fast], [])  # smoke: point estimate only, and a decay twice too fast still fails
-    assert not v.rows[0].passed and fast["interval"] is False
-    paper = entry_row(e, _records(e.key, {n: 0.3 * (n / ns[0]) ** -0.49 for n in e.n_paper}, 0.01), "paper",
-                      rng=np.random.default_rng(1), n_boot=200)
-    assert paper["interval"] is True
+    for profile in ("smoke", "paper"):
+        fast = entry_row(e, _records(e.key, {n: 0.3 * (n / ns[0]) ** -1.0 for n in ns}, 0.01), profile,
+                         rng=np.random.default_rng(1), n_boot=200)
+        v = Verdict("t")
+        atlas_verdict(v, [fast], [])
+        assert not fast["claim"].accepted and not v.rows[0].passed, profile
+
+
+# ----------------------------------------------------------------------------------------------- the claims
+def test_claims_declared_with_half_gap_windows_and_fixed_families():
+    """Every claimed entry's window is at most half the gap to its neighbour at both profiles (RateClaim refuses a
+    wider one); the hard linear families use the fixed lattice (>= two decades, independent of n and d), F3's
+    alpha spans two decades, F1 runs at d >= 100, and every theorem family keeps a claim at the smoke profile."""
+    for e in ATLAS:
+        for profile in ("smoke", "paper"):
+            grid = e.n_smoke if profile == "smoke" else e.n_paper
+            c = rate_claim(e, grid, profile)
+            assert (c is None) == (e.neighbour is None), e.key
+            if c is not None:
+                lo, hi = c.bounds
+                assert not lo <= e.neighbour <= hi and c.tolerance <= c.gap / 2 + 1e-12, e.key
+        if e.d_paper:
+            for ds in (e.d_smoke, e.d_paper):
+                dc = d_claim(e, ds)
+                assert dc.tolerance <= dc.gap / 2 + 1e-12, e.key
+        if e.family_name == "gamma":
+            assert e.family == GAMMA_LATTICE
+    assert max(GAMMA_LATTICE) / min(GAMMA_LATTICE) >= 100 and max(ALPHA_LATTICE) / min(ALPHA_LATTICE) >= 100
+    assert get_entry("F3 GG-VR-SFW tree").family == ALPHA_LATTICE
+    assert get_entry("F1 Poly-SFW").d >= 100
+    at_smoke = {e.spec[0] for e in ATLAS if e.neighbour is not None and e.n_grid("smoke")}
+    assert at_smoke == {"S", "F", "A"}, at_smoke
+
+
+def test_hard_family_member_does_not_move_with_n():
+    """The S1 member is gamma itself: its trivial error (x = 0) is gamma at every n and d."""
+    for n, d in ((256, 200), (4096, 50)):
+        out = atlas_task(rng=np.random.default_rng(0), key="S1 SMD", n=n, d=d, member=0.25)
+        assert out["trivial"] == pytest.approx(0.25, rel=1e-12)
+
+
+def test_learns_nothing_fails_a_family_claim():
+    """An output that learns nothing on the fixed lattice (error gamma on member gamma) has the constant worst case
+    and fails S1's claim; a worst case at the bound's scale passes."""
+    e = get_entry("S1 SMD")
+    rng = np.random.default_rng(3)
+    recs, recs_ok = [], []
+    for n in e.n_smoke:
+        for g in e.family:
+            for _ in range(4):
+                noise = math.exp(0.02 * rng.standard_normal())
+                recs.append({"key": e.key, "n": n, "member": g, "value": g * noise, "trivial": g,
+                             "eps_certified": math.nan})
+                b = math.sqrt(2 * math.log(2 * e.d) / n)
+                recs_ok.append({**recs[-1], "value": g * noise * math.exp(-g / b) + 1e-9})
+    bad = entry_row(e, recs, "smoke", rng=np.random.default_rng(1), n_boot=200)
+    good = entry_row(e, recs_ok, "smoke", rng=np.random.default_rng(1), n_boot=200)
+    assert not bad["claim"].accepted
+    assert good["claim"].passed, good["claim"]
+
+
+def test_d_claims():
+    """Polylogarithmic entries: the range of ln^k d, 1/4 <= k <= 1, contains the bound's own shape; Euclidean
+    entries: [1/2, 1] against the neighbour 0."""
+    ds = (10, 100, 1000)
+    lo, hi = polylog_range(ds)
+    assert hi == pytest.approx(np.polyfit(np.log(ds), np.log(np.log(ds)), 1)[0], rel=1e-12) and lo == hi / 4
+    for key in ("S1 SMD", "A1 SMD saddle"):
+        c = d_claim(get_entry(key), ds)
+        assert c.bounds[0] <= d_exponent(get_entry(key), ds) <= c.bounds[1] and c.neighbour == 0.5
+    c = d_claim(get_entry("S2 noisy SGD"), (20, 80))
+    assert c.bounds == (0.5, 1.0) and c.neighbour == 0.0
+    with pytest.raises(ValueError, match="no claim in d"):
+        d_claim(get_entry("F2 tree FW"), ds)
 
 
 def test_d_exponent_closed_forms():
