@@ -556,6 +556,17 @@ def log_factor_slope_range(ds: Sequence[int], *, powers: tuple[float, float] = (
     return bottom, top
 
 
+
+def _check_d_sweep(p: float, n: int, epsilon: float, ds: Sequence[int]) -> tuple[float, int, float, list[int]]:
+    """Validated ``(p, n, epsilon, ds)`` of a sweep in d: 1 <= p <= 2, n >= 4, two or more distinct d >= 2."""
+    p = check_in_range(p, "p", 1.0, 2.0)
+    n = check_int(n, "n", lo=4)
+    epsilon = check_epsilon(epsilon)
+    xs = [check_int(int(d), "ds", lo=2) for d in ds]
+    if len(set(xs)) < 2:
+        raise ValueError(f"ds must hold at least two distinct dimensions, got {list(ds)}")
+    return p, n, epsilon, xs
+
 def dimension_exponent_range(ds: Sequence[int], *, n: int, p: float, epsilon: float = 1.0) -> tuple[float, float]:
     r"""Predicted exponent of the worst-case excess in ``d`` over the grid ``ds`` at fixed ``n`` (result L1).
 
@@ -571,12 +582,7 @@ def dimension_exponent_range(ds: Sequence[int], *, n: int, p: float, epsilon: fl
     """
     from dpsco_lib.geometry.norms import dual_exponent, regularity_constant
 
-    p = check_in_range(p, "p", 1.0, 2.0)
-    n = check_int(n, "n", lo=4)
-    epsilon = check_epsilon(epsilon)
-    xs = [check_int(int(d), "ds", lo=2) for d in ds]
-    if len(set(xs)) < 2:
-        raise ValueError(f"ds must hold at least two distinct dimensions, got {list(ds)}")
+    p, n, epsilon, xs = _check_d_sweep(p, n, epsilon, ds)
     if p == 1.0:
         return log_factor_slope_range(xs)
     q = dual_exponent(p)
@@ -654,12 +660,7 @@ def dimension_claim(p: float, ds: Sequence[int], *, n: int, epsilon: float = 1.0
     """
     from dpsco_lib.geometry.norms import dual_exponent, regularity_constant
 
-    p = check_in_range(p, "p", 1.0, 2.0)
-    n = check_int(n, "n", lo=4)
-    epsilon = check_epsilon(epsilon)
-    xs = [check_int(int(d), "ds", lo=2) for d in ds]
-    if len(set(xs)) < 2:
-        raise ValueError(f"ds must hold at least two distinct dimensions, got {list(ds)}")
+    p, n, epsilon, xs = _check_d_sweep(p, n, epsilon, ds)
     neighbour = 1.0 / 3.0
     if p == 1.0:
         exponent = log_factor_slope_range(xs)

@@ -349,6 +349,12 @@ def bound_claim(records: Sequence[Mapping[str, Any]], regime: str, d: int) -> Bo
                       "G sqrt(2B/n)", 1.0, _CITE, regime_shift=1.0 / 6.0)
 
 
+def _report(out: Any) -> Any:
+    """Print a claim's outcome that is reported, not asserted (the verdict does not count it); return it."""
+    print(f"reported, not asserted: {out.claim_id}: {out.measured}; window {out.window}; accepted: {out.accepted}")
+    return out
+
+
 def s1_claims(verdict: Verdict, records: Sequence[Mapping[str, Any]], sweep_n: Sweep, sweep_d: Sweep, *,
               rng: np.random.Generator, required: float, n_boot: int, n_resamples: int = 200,
               bound_regimes: Iterable[str] = ("p=1", "p=1.5", "p=2"),
@@ -370,9 +376,7 @@ def s1_claims(verdict: Verdict, records: Sequence[Mapping[str, Any]], sweep_n: S
         out = n_claim(regime).evaluate(x, y, family=fam, trivial=triv, rng=rng, required=required,
                                        n_boot=n_boot, n_resamples=n_resamples)
         if regime in set(reported_n):
-            print(f"reported, not asserted: {out.claim_id}: {out.measured}; window {out.window}; "
-                  f"accepted: {out.accepted}")
-            reported.append(out)
+            reported.append(_report(out))
         outcomes.append(out)
         if regime in bound_regimes:
             outcomes.append(bound_claim(records, regime, d0).evaluate(x, y, family=fam, trivial=triv, rng=rng,
@@ -384,9 +388,7 @@ def s1_claims(verdict: Verdict, records: Sequence[Mapping[str, Any]], sweep_n: S
         out = d_claim(regime, ds).evaluate(x, y, family=fam, trivial=None if flat else triv, rng=rng,
                                            required=required, n_boot=n_boot, n_resamples=n_resamples)
         if regime in set(reported_d):
-            print(f"reported, not asserted: {out.claim_id}: {out.measured}; window {out.window}; "
-                  f"accepted: {out.accepted}")
-            reported.append(out)
+            reported.append(_report(out))
         outcomes.append(out)
     for out in outcomes:
         if out not in reported:
